@@ -1,0 +1,57 @@
+"""Turn raw config values (as Pulumi hands them to a program) into a StackConfig, or one ConfigError."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic.alias_generators import to_camel
+
+from colo.config.schema import StackConfig
+from colo.errors import ConfigError, Problem
+
+PROJECT = "colo"
+# Top-level keys of the `colo:` namespace; the secret hfToken is read separately and never parsed here.
+CONFIG_KEYS = ("cluster", "nodePool", "storage", "budget", "pairs")
+SECRET_KEYS = ("hfToken",)
+
+
+def config_path(loc: Sequence[int | str]) -> str:
+    """Render a pydantic location as the path a user writes in stack config: colo:pairs[1].llm.maxModelLen."""
+    if not loc:
+        return f"{PROJECT}:<root>"
+    head, *rest = loc
+    text = f"{PROJECT}:{to_camel(str(head))}"
+    for part in rest:
+        text += f"[{part}]" if isinstance(part, int) else f".{to_camel(part)}"
+    return text
+
+
+def _message(error: Mapping[str, Any]) -> str:
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        return "unknown key; check its spelling against the README's config reference"
+    if kind == "missing":
+        return "required; add it to the stack config"
+    message = str(error["msg"])
+    return message.removeprefix("Value error, ")
+
+
+def parse_stack_config(raw: Mapping[str, Any], *, hf_token_set: bool = False) -> StackConfig:
+    """Validate every top-level key at once so the user sees all problems in one run."""
+    unknown = [key for key in raw if key not in CONFIG_KEYS and key not in SECRET_KEYS]
+    problems = [
+        Problem(f"{PROJECT}:{key}", f"unknown config key; known keys are {', '.join(CONFIG_KEYS)}")
+        for key in unknown
+    ]
+    values = {key: raw[key] for key in CONFIG_KEYS if key in raw and raw[key] is not None}
+    values["hfTokenSet"] = hf_token_set
+    try:
+        config = StackConfig.model_validate(values)
+    except ValidationError as exc:
+        problems += [Problem(config_path(err["loc"]), _message(err)) for err in exc.errors()]
+        raise ConfigError(problems) from None
+    if problems:
+        raise ConfigError(problems)
+    return config

@@ -1,0 +1,254 @@
+"""The stack configuration, as typed pydantic models.
+
+Keys are camelCase because that is how Pulumi stack config is written (`pulumi config set --path
+pairs[0].llm.maxModelLen 32768`). Every model forbids unknown keys so that a typo is an error that names
+its path instead of a silently ignored setting.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+NodeImage = Literal["al2023-nvidia", "bottlerocket-nvidia", "gpu-operator-cdi", "generic-nvidia-runtime"]
+GpuPairing = Literal["uuid-handoff", "dra", "time-slice"]
+KvCacheDtype = Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2"]
+Quantization = Literal["none", "fp8", "awq", "gptq", "compressed-tensors", "nvfp4"]
+
+_DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
+_VERSION = re.compile(r"^\d+\.\d+\.\d+(\.\d+)?(\.post\d+)?$")
+_QUANTITY = re.compile(r"^\d+(Ki|Mi|Gi|Ti)$")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True, validate_default=True
+    )
+
+
+class VllmImage(_Model):
+    """Which vLLM runs the server. The version selects the memory rules the budget mirrors."""
+
+    version: str = "0.11.0"
+    image: str | None = Field(
+        default=None,
+        description="Container image; default vllm/vllm-openai:v<version>. Must carry a pinned tag.",
+    )
+
+    @field_validator("version")
+    @classmethod
+    def _version_shape(cls, value: str) -> str:
+        if not _VERSION.match(value):
+            raise ValueError(f"'{value}' is not a vLLM release number; write it like 0.11.0")
+        return value
+
+    @field_validator("image")
+    @classmethod
+    def _pinned(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        tail = value.rsplit("/", 1)[-1]
+        if "@sha256:" in value:
+            return value
+        if ":" not in tail or tail.endswith(":latest"):
+            raise ValueError(
+                f"image '{value}' is not pinned; give an explicit tag such as :v0.11.0 or a digest"
+            )
+        return value
+
+    @property
+    def resolved_image(self) -> str:
+        return self.image or f"vllm/vllm-openai:v{self.version}"
+
+
+class Speculative(_Model):
+    method: Literal["mtp", "eagle", "eagle3", "ngram"]
+    num_speculative_tokens: Annotated[int, Field(ge=1, le=16)] = 1
+
+
+class ServerSpec(_Model):
+    """One vLLM server: the model, where its architecture is read from, and the engine limits."""
+
+    model: str = Field(description="Hugging Face model id; also the served model name")
+    profile: str | None = Field(
+        default=None,
+        description="Where the architecture is read: omitted = colo's catalog; a config.json or model "
+        "directory path; or an s3://bucket/prefix/ holding config.json and *.safetensors",
+    )
+    weights_uri: str | None = Field(
+        default=None,
+        description="s3://bucket/prefix/ copied into the model volume before start; omitted = the "
+        "Hugging Face Hub at start-up",
+    )
+    quantization: Quantization | None = None
+    kv_cache_dtype: KvCacheDtype = "auto"
+    max_model_len: Annotated[int, Field(ge=16)] | None = None
+    max_num_seqs: Annotated[int, Field(ge=1)] | None = None
+    max_num_batched_tokens: Annotated[int, Field(ge=16)] | None = None
+    speculative: Speculative | None = None
+    enforce_eager: Literal["auto"] | bool = "auto"
+    cudagraph_capture_sizes: list[Annotated[int, Field(ge=1)]] | None = None
+    gpu_memory_utilization: Annotated[float, Field(gt=0.0, lt=1.0)] | None = Field(
+        default=None, description="Override the derived value; checked the same way"
+    )
+    kv_cache_memory_bytes: Annotated[int, Field(gt=0)] | None = Field(
+        default=None, description="Override: a fixed KV pool (vLLM >= 0.10.1)"
+    )
+    vllm: VllmImage = VllmImage()
+    extra_args: list[str] = Field(default_factory=list)
+    cpu: str = "4"
+    memory: str = "32Gi"
+
+    @field_validator("cudagraph_capture_sizes")
+    @classmethod
+    def _sorted_unique(cls, value: list[int] | None) -> list[int] | None:
+        if value is None:
+            return value
+        if not value:
+            raise ValueError("give at least one capture size, or set enforceEager: true for none")
+        return sorted(set(value))
+
+    @field_validator("extra_args")
+    @classmethod
+    def _no_managed_flags(cls, value: list[str]) -> list[str]:
+        managed = {
+            "--gpu-memory-utilization",
+            "--kv-cache-memory-bytes",
+            "--max-model-len",
+            "--max-num-seqs",
+            "--max-num-batched-tokens",
+            "--kv-cache-dtype",
+            "--enforce-eager",
+            "--compilation-config",
+            "--tensor-parallel-size",
+            "--port",
+            "--quantization",
+            "--speculative-config",
+        }
+        for arg in value:
+            flag = arg.split("=", 1)[0]
+            if flag in managed:
+                key = to_camel(flag.lstrip("-").replace("-", "_"))
+                raise ValueError(f"{flag} is set by colo from the budget; use the field '{key}' instead")
+        return value
+
+    @model_validator(mode="after")
+    def _one_memory_override(self) -> ServerSpec:
+        if self.enforce_eager is True and self.cudagraph_capture_sizes:
+            raise ValueError("cudagraphCaptureSizes has no effect with enforceEager: true; drop one of them")
+        return self
+
+
+class Pair(_Model):
+    """The servers that share one GPU. Start order: embedding, reranker, then the LLM."""
+
+    name: str
+    llm: ServerSpec
+    embedding: ServerSpec
+    reranker: ServerSpec | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _dns_label(cls, value: str) -> str:
+        if not _DNS_LABEL.match(value):
+            raise ValueError(
+                f"'{value}' is not a DNS label; use lower-case letters, digits and '-', starting with a "
+                "letter, at most 40 characters (it names Kubernetes objects)"
+            )
+        return value
+
+
+class Cluster(_Model):
+    name: str = "colo"
+    kubernetes_version: str = "1.34"
+    node_image: NodeImage = "al2023-nvidia"
+    gpu_pairing: GpuPairing = "uuid-handoff"
+    namespace: str = "colo"
+    native_sidecars: bool | None = Field(
+        default=None, description="Restartable init containers; default: on from Kubernetes 1.29"
+    )
+
+    @field_validator("kubernetes_version")
+    @classmethod
+    def _minor_version(cls, value: str) -> str:
+        if not re.match(r"^1\.\d+$", value):
+            raise ValueError(f"'{value}' is not a Kubernetes minor version; write it like 1.34")
+        return value
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, value: str) -> str:
+        if not _DNS_LABEL.match(value):
+            raise ValueError(f"'{value}' is not a valid namespace name (a lower-case DNS label)")
+        return value
+
+    @property
+    def minor(self) -> int:
+        return int(self.kubernetes_version.split(".")[1])
+
+
+class NodePool(_Model):
+    mode: Literal["managed", "existing"] = "existing"
+    gpu: str = "L40S"
+    instance_type: str = "g6e.xlarge"
+    gpus_per_node: Annotated[int, Field(ge=1)] | None = Field(
+        default=None, description="GPUs per node; default from the instance type"
+    )
+    spare_gpus: Annotated[int, Field(ge=0)] = 0
+    subnet_ids: list[str] = Field(default_factory=list)
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    root_volume_gib: int | None = Field(default=None, ge=50, alias="rootVolumeGiB")
+    max_nodes: Annotated[int, Field(ge=1)] | None = None
+
+    @model_validator(mode="after")
+    def _managed_needs_subnets(self) -> NodePool:
+        if self.mode == "managed" and not self.subnet_ids:
+            raise ValueError("mode 'managed' needs subnetIds: the subnets the GPU nodes join")
+        return self
+
+
+class Storage(_Model):
+    storage_class: str = "gp3"
+    size: str = "500Gi"
+    access_mode: Literal["ReadWriteOnce", "ReadWriteMany", "ReadOnlyMany"] = "ReadWriteOnce"
+    read_throughput_mib_per_s: float = Field(default=250.0, gt=0, alias="readThroughputMiBps")
+    hub_download_mib_per_s: float = Field(default=100.0, gt=0, alias="hubDownloadMiBps")
+
+    @field_validator("size")
+    @classmethod
+    def _quantity(cls, value: str) -> str:
+        if not _QUANTITY.match(value):
+            raise ValueError(f"'{value}' is not a Kubernetes storage quantity; write it like 500Gi")
+        return value
+
+
+class Budget(_Model):
+    safety_margin_mib: int = Field(default=512, ge=0, alias="safetyMarginMiB")
+    embedding_max_model_len: Annotated[int, Field(ge=16)] = 8192
+    embedding_max_num_seqs: Annotated[int, Field(ge=1)] = 64
+    embedding_concurrency: Annotated[float, Field(gt=0)] = 2.0
+    llm_min_concurrency: Annotated[float, Field(gt=0)] = 1.0
+
+
+class StackConfig(_Model):
+    cluster: Cluster = Cluster()
+    node_pool: NodePool = NodePool()
+    storage: Storage = Storage()
+    budget: Budget = Budget()
+    pairs: list[Pair]
+    hf_token_set: bool = Field(default=False, description="True when the secret colo:hfToken is present")
+
+    @field_validator("pairs")
+    @classmethod
+    def _unique_names(cls, value: list[Pair]) -> list[Pair]:
+        if not value:
+            raise ValueError("give at least one pair")
+        seen: set[str] = set()
+        for pair in value:
+            if pair.name in seen:
+                raise ValueError(f"pair name '{pair.name}' is used twice; names must be unique")
+            seen.add(pair.name)
+        return value

@@ -1,0 +1,42 @@
+"""Errors that reach users: each carries every problem found, each naming the stack config path."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+class ColoError(Exception):
+    """Base for errors that are shown to the user without a traceback."""
+
+    def __init__(self, problems: list[Problem], heading: str) -> None:
+        self.problems = problems
+        self.heading = heading
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        lines = [self.heading] + [f"  - {problem}" for problem in self.problems]
+        return "\n".join(lines)
+
+
+class ConfigError(ColoError):
+    """The stack config is invalid: nothing was planned or deployed."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        count = len(problems)
+        super().__init__(problems, f"invalid stack config ({count} problem{'s' if count != 1 else ''}):")
+
+
+class InfeasiblePlanError(ColoError):
+    """The config is valid but some GPU does not fit: nothing is deployed."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__(problems, "the plan does not fit; nothing was deployed:")
