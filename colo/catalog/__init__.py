@@ -1,0 +1,87 @@
+"""Catalogs: GPUs, model architectures and vLLM memory rules, kept as data files with sources."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+GIB = 1024**3
+MIB = 1024**2
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    name: str
+    cuda_total_bytes: int
+    context_bytes: int
+    nvidia_smi_total_mib: int | None
+    ec2_memory_mib: int | None
+    sources: dict[str, str]
+
+    @property
+    def cuda_total_gib(self) -> float:
+        return self.cuda_total_bytes / GIB
+
+    @property
+    def cuda_total_mib(self) -> float:
+        return self.cuda_total_bytes / MIB
+
+
+def _yaml(name: str) -> Any:
+    return yaml.safe_load(resources.files("colo.catalog").joinpath(name).read_text())
+
+
+@cache
+def _gpus() -> dict[str, GpuSpec]:
+    table: dict[str, GpuSpec] = {}
+    for name, entry in _yaml("gpus.yaml")["gpus"].items():
+        table[name] = GpuSpec(
+            name=name,
+            # vLLM prints round(bytes / 2**30, 2); the catalog keeps that printed value.
+            cuda_total_bytes=round(float(entry["cuda_total_gib"]) * GIB),
+            context_bytes=int(entry["context_mib"]) * MIB,
+            nvidia_smi_total_mib=entry.get("nvidia_smi_total_mib"),
+            ec2_memory_mib=entry.get("ec2_memory_mib"),
+            sources=dict(entry.get("sources", {})),
+        )
+    return table
+
+
+def gpu_names() -> list[str]:
+    return sorted(_gpus())
+
+
+def gpu(name: str) -> GpuSpec:
+    table = _gpus()
+    if name not in table:
+        raise KeyError(f"unknown GPU '{name}'; known: {', '.join(sorted(table))}")
+    return table[name]
+
+
+@dataclass(frozen=True)
+class InstanceType:
+    name: str
+    gpu: str
+    gpus: int
+    vcpus: int
+    memory_mib: int
+
+
+@cache
+def _instance_types() -> dict[str, InstanceType]:
+    return {
+        name: InstanceType(name=name, **entry)
+        for name, entry in _yaml("instance_types.yaml")["instance_types"].items()
+    }
+
+
+def instance_type(name: str) -> InstanceType | None:
+    return _instance_types().get(name)
+
+
+def instance_type_names() -> list[str]:
+    return sorted(_instance_types())

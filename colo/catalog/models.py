@@ -1,0 +1,81 @@
+"""Model architectures: colo's catalog, or a config.json (file, model directory) read from disk."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import replace
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from colo.catalog.architecture import ModelArchitecture, from_hf_config
+from colo.catalog.safetensors import read_local_headers, tensor_bytes_by_part
+
+
+def _merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+@cache
+def _entries() -> dict[str, dict[str, Any]]:
+    data = yaml.safe_load(resources.files("colo.catalog").joinpath("models.yaml").read_text())
+    return {entry["id"]: entry for entry in data["models"]}
+
+
+def _resolved_config(model_id: str) -> dict[str, Any]:
+    entry = _entries()[model_id]
+    config: dict[str, Any] = dict(entry.get("config") or {})
+    if "base" in entry:
+        config = _merge(_resolved_config(entry["base"]), config)
+    return config
+
+
+def catalog_ids() -> list[str]:
+    return sorted(_entries())
+
+
+@cache
+def catalog_architecture(model_id: str) -> ModelArchitecture:
+    entries = _entries()
+    if model_id not in entries:
+        raise KeyError(model_id)
+    entry = entries[model_id]
+    arch = from_hf_config(_resolved_config(model_id), model_id, source=str(entry["source"]))
+    exact = entry.get("checkpoint_bytes")
+    if exact:
+        # Exact tensor bytes of a text-only checkpoint: everything in it is loaded.
+        arch = replace(arch, checkpoint_bytes=int(exact), checkpoint_bytes_by_part={"model": int(exact)})
+    return arch
+
+
+def architecture_from_path(path: Path, model_id: str) -> ModelArchitecture:
+    """A config.json file, or a model directory holding config.json (and *.safetensors for exact bytes)."""
+    config_file = path / "config.json" if path.is_dir() else path
+    raw = json.loads(config_file.read_text())
+    arch = from_hf_config(raw, model_id, source=str(config_file))
+    if path.is_dir():
+        headers = read_local_headers(path)
+        if headers:
+            parts = tensor_bytes_by_part(headers)
+            arch = replace(arch, checkpoint_bytes=sum(parts.values()), checkpoint_bytes_by_part=parts)
+    return arch
+
+
+def architecture_from_mapping(
+    raw: Mapping[str, Any], model_id: str, source: str, parts: Mapping[str, int] | None = None
+) -> ModelArchitecture:
+    """A config.json already read (from S3, say), with tensor bytes by part when headers were read."""
+    arch = from_hf_config(raw, model_id, source=source)
+    if parts:
+        arch = replace(arch, checkpoint_bytes=sum(parts.values()), checkpoint_bytes_by_part=dict(parts))
+    return arch
