@@ -1,0 +1,243 @@
+"""KV cache geometry and block arithmetic, as vLLM's KV cache manager does it.
+
+Mirrors `vllm/v1/kv_cache_interface.py` (page sizes per spec), `_get_kv_cache_groups_uniform_page_size`
+(grouping of hybrid models), `HybridAttentionMambaModelConfig` (attention block size raised so a Mamba/GDN
+state fits one page) and `get_kv_cache_config_from_groups` / `get_max_concurrency_for_kv_cache_config`
+(blocks, reported token count and concurrency).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import ceil
+
+from colo.catalog.architecture import ModelArchitecture
+
+DEFAULT_BLOCK_SIZE = 16
+KV_DTYPE_BYTES = {"fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass(frozen=True)
+class LayerBucket:
+    """Layers that share one KV cache spec."""
+
+    kind: str  # "full", "sliding", "mla", "linear"
+    layers: int
+    page_bytes: int  # bytes of one block of one layer
+    block_tokens: int  # tokens a block holds (0 for state-only specs)
+    window: int | None = None
+
+
+@dataclass(frozen=True)
+class KvGeometry:
+    buckets: tuple[LayerBucket, ...]
+    group_size: int
+    padding_layers: int
+
+    @property
+    def bytes_per_block(self) -> int:
+        """One block id reserves a page in every layer slot of a group."""
+        return self.group_size * max(b.page_bytes for b in self.buckets)
+
+    @property
+    def num_groups(self) -> int:
+        return sum(_cdiv(b.layers, self.group_size) for b in self.buckets)
+
+    @property
+    def block_tokens(self) -> int:
+        return min(b.block_tokens for b in self.buckets if b.block_tokens) if self.has_tokens else 0
+
+    @property
+    def has_tokens(self) -> bool:
+        return any(b.block_tokens for b in self.buckets)
+
+    @property
+    def full_attention_bytes_per_token(self) -> int:
+        return sum(
+            b.layers * b.page_bytes // b.block_tokens for b in self.buckets if b.kind in ("full", "mla")
+        )
+
+
+def kv_dtype_bytes(arch: ModelArchitecture, kv_cache_dtype: str) -> int:
+    return KV_DTYPE_BYTES.get(kv_cache_dtype, arch.dtype_bytes)
+
+
+def _gdn_state_bytes(arch: ModelArchitecture, num_speculative_tokens: int) -> int:
+    """`MambaStateShapeCalculator.gated_delta_net_state_shape`: conv state + SSM state, per layer."""
+    g = arch.gdn
+    assert g is not None
+    conv_dim = g.key_head_dim * g.num_key_heads * 2 + g.value_head_dim * g.num_value_heads
+    conv = (g.conv_kernel - 1 + num_speculative_tokens) * conv_dim * arch.dtype_bytes
+    ssm = g.num_value_heads * g.key_head_dim * g.value_head_dim * g.ssm_dtype_bytes
+    return conv + ssm
+
+
+def kv_geometry(
+    arch: ModelArchitecture,
+    kv_cache_dtype: str = "auto",
+    *,
+    num_speculative_tokens: int = 0,
+    mtp_draft_layers: int = 0,
+) -> KvGeometry | None:
+    """The layer buckets of one model; None for models without a KV cache (encoder-only)."""
+    if arch.encoder_only:
+        return None
+    s = kv_dtype_bytes(arch, kv_cache_dtype)
+    buckets: list[LayerBucket] = []
+    if arch.mla is not None:
+        per_token = (arch.mla.kv_lora_rank + arch.mla.qk_rope_head_dim) * s
+        buckets.append(
+            LayerBucket(
+                "mla", arch.num_layers + mtp_draft_layers, per_token * DEFAULT_BLOCK_SIZE, DEFAULT_BLOCK_SIZE
+            )
+        )
+        return KvGeometry(tuple(buckets), arch.num_layers + mtp_draft_layers, 0)
+
+    local_token = 2 * arch.num_kv_heads * arch.head_dim * s
+    global_heads = arch.global_num_kv_heads or arch.num_kv_heads
+    global_dim = arch.global_head_dim or arch.head_dim
+    global_token = (1 if arch.global_k_eq_v else 2) * global_heads * global_dim * s
+    if arch.global_k_eq_v:
+        global_token = 2 * global_heads * global_dim * s  # vLLM still allocates K and V pages
+    full_token = global_token if arch.sliding_attention_layers else local_token
+    full_layers = arch.full_attention_layers + mtp_draft_layers
+
+    block = DEFAULT_BLOCK_SIZE
+    if arch.linear_attention_layers:
+        # HybridAttentionMambaModelConfig: the attention block grows (in steps of 16 tokens) until one
+        # attention page is at least one GDN state; the state is then padded up to that page.
+        state_bytes = _gdn_state_bytes(arch, num_speculative_tokens)
+        block = DEFAULT_BLOCK_SIZE * _cdiv(state_bytes, DEFAULT_BLOCK_SIZE * full_token)
+
+    # `unify_kv_cache_spec_page_size`: every group must have the same page, so a spec with a smaller
+    # per-token page gets proportionally more tokens per block.
+    per_token = {
+        "full": full_token if full_layers else 0,
+        "sliding": local_token if arch.sliding_attention_layers else 0,
+    }
+    largest = max(per_token.values())
+    if full_layers:
+        buckets.append(LayerBucket("full", full_layers, largest * block, block * largest // full_token))
+    if arch.sliding_attention_layers:
+        buckets.append(
+            LayerBucket(
+                "sliding",
+                arch.sliding_attention_layers,
+                largest * block,
+                block * largest // local_token,
+                arch.sliding_window,
+            )
+        )
+    if arch.linear_attention_layers:
+        buckets.append(LayerBucket("linear", arch.linear_attention_layers, largest * block, 0))
+
+    sizes = [b.layers for b in buckets]
+    smallest, largest = min(sizes), max(sizes)
+    group_size = largest if largest < 1.5 * smallest else smallest
+    padding = sum(_cdiv(n, group_size) * group_size - n for n in sizes)
+    return KvGeometry(tuple(buckets), group_size, padding)
+
+
+def blocks_per_request(
+    geometry: KvGeometry,
+    max_model_len: int,
+    max_num_batched_tokens: int,
+    num_speculative_tokens: int = 0,
+    sliding_inflight_batches: int = 1,
+) -> int:
+    """Σ over groups of the blocks one max_model_len request needs (`max_memory_usage_bytes / page`)."""
+    total = 0
+    for bucket in geometry.buckets:
+        groups = _cdiv(bucket.layers, geometry.group_size)
+        if bucket.kind in ("full", "mla"):
+            per_group = _cdiv(max_model_len, bucket.block_tokens)
+        elif bucket.kind == "sliding":
+            assert bucket.window is not None
+            inflight = sliding_inflight_batches * max_num_batched_tokens
+            tokens = min(bucket.window - 1 + inflight, max_model_len)
+            per_group = _cdiv(tokens, bucket.block_tokens) + 1
+        else:  # a recurrent state: one block, plus one per speculative token
+            per_group = 1 + num_speculative_tokens
+        total += groups * per_group
+    return total
+
+
+@dataclass(frozen=True)
+class KvCapacity:
+    num_blocks: int
+    tokens: int
+    max_concurrency: float
+    bytes_per_block: int
+    blocks_per_request: int
+
+
+def kv_capacity(
+    geometry: KvGeometry,
+    kv_bytes: int,
+    *,
+    max_model_len: int,
+    max_num_batched_tokens: int,
+    num_speculative_tokens: int,
+    tokens_from_concurrency: bool,
+    sliding_inflight_batches: int = 1,
+) -> KvCapacity:
+    """Blocks from bytes, then the two figures vLLM logs: `GPU KV cache size` and `Maximum concurrency`."""
+    per_block = geometry.bytes_per_block
+    num_blocks = max(0, kv_bytes // per_block)
+    per_request = blocks_per_request(
+        geometry, max_model_len, max_num_batched_tokens, num_speculative_tokens, sliding_inflight_batches
+    )
+    concurrency = num_blocks / per_request if per_request else 0.0
+    if tokens_from_concurrency:
+        tokens = int(concurrency * max_model_len)
+    else:
+        tokens = num_blocks // geometry.num_groups * geometry.block_tokens
+    return KvCapacity(num_blocks, tokens, concurrency, per_block, per_request)
+
+
+def kv_bytes_for_requests(
+    geometry: KvGeometry,
+    requests: float,
+    *,
+    max_model_len: int,
+    max_num_batched_tokens: int,
+    num_speculative_tokens: int,
+    null_block_reserved: bool,
+    sliding_inflight_batches: int = 1,
+) -> int:
+    """Smallest KV pool that holds `requests` concurrent max_model_len requests."""
+    per_request = blocks_per_request(
+        geometry, max_model_len, max_num_batched_tokens, num_speculative_tokens, sliding_inflight_batches
+    )
+    blocks = ceil(per_request * requests) + (1 if null_block_reserved else 0)
+    return blocks * geometry.bytes_per_block
+
+
+def max_model_len_for(
+    geometry: KvGeometry,
+    kv_bytes: int,
+    *,
+    max_num_batched_tokens: int,
+    num_speculative_tokens: int,
+    upper: int,
+    sliding_inflight_batches: int = 1,
+) -> int:
+    """Largest max_model_len one request fits in (vLLM's 'estimated maximum model length')."""
+    blocks = kv_bytes // geometry.bytes_per_block
+    low, high = 0, upper
+    while low < high:
+        mid = (low + high + 1) // 2
+        if (
+            blocks_per_request(
+                geometry, mid, max_num_batched_tokens, num_speculative_tokens, sliding_inflight_batches
+            )
+            <= blocks
+        ):
+            low = mid
+        else:
+            high = mid - 1
+    return low
