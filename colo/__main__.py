@@ -1,0 +1,5 @@
+import sys
+
+from colo.cli import main
+
+sys.exit(main())

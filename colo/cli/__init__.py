@@ -1,0 +1,55 @@
+"""`colo` command line: plan, estimate, render, diff, preflight. Each command lives in its own module."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from colo.errors import ColoError, ConfigError
+
+# name -> (module, one-line help); modules are imported only when their command runs.
+COMMANDS = {
+    "plan": ("colo.cli.plan_cmd", "size every pair on its GPU and show the budget, flags and probes"),
+    "estimate": ("colo.cli.estimate_cmd", "size one vLLM process the way vLLM would"),
+    "render": (
+        "colo.cli.render_cmd",
+        "run the program under Pulumi's mock runtime and write its Kubernetes YAML",
+    ),
+    "diff": ("colo.cli.diff_cmd", "compare the plan and manifests of two configs, as markdown for a PR"),
+    "preflight": (
+        "colo.cli.preflight_cmd",
+        "check the AWS side (cluster, instance type, S3 models) with boto3",
+    ),
+}
+
+EXIT_OK, EXIT_INFEASIBLE, EXIT_INVALID = 0, 1, 2
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Only the chosen command's module is imported, so `colo plan` never loads boto3 or Pulumi."""
+    parser = argparse.ArgumentParser(prog="colo", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, (module_name, help_text) in COMMANDS.items():
+        sub_parser = sub.add_parser(name, help=help_text, description=help_text)
+        if name == command:
+            module = importlib.import_module(module_name)
+            module.add_arguments(sub_parser)
+            sub_parser.set_defaults(run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    args = build_parser(command if command in COMMANDS else None).parse_args(argv)
+    try:
+        code: int = args.run(args)
+    except ConfigError as exc:
+        print(exc.render(), file=sys.stderr)
+        return EXIT_INVALID
+    except ColoError as exc:
+        print(exc.render(), file=sys.stderr)
+        return EXIT_INFEASIBLE
+    return code

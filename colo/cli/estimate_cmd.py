@@ -1,0 +1,124 @@
+"""`colo estimate`: one vLLM process (one GPU rank), sized as vLLM would size it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from colo.catalog import GIB, gpu, gpu_names
+from colo.catalog.architecture import ModelArchitecture
+from colo.catalog.models import architecture_from_path, catalog_architecture
+from colo.catalog.vllm_rules import rules_for, supported_range
+from colo.errors import ConfigError, Problem
+from colo.plan.budget import ProcessSpec, size_process
+from colo.plan.engine_limits import resolve_limits
+
+LATEST = supported_range()[1]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model", required=True, help="catalog model id, a config.json, or a model directory"
+    )
+    parser.add_argument("--gpu", required=True, help=f"one of: {', '.join(gpu_names())}")
+    parser.add_argument("--vllm-version", default=LATEST)
+    parser.add_argument("--gpu-memory-utilization", type=float)
+    parser.add_argument("--max-model-len", type=int)
+    parser.add_argument("--max-num-seqs", type=int)
+    parser.add_argument("--max-num-batched-tokens", type=int)
+    parser.add_argument("--kv-cache-dtype", default="auto", choices=("auto", "fp8", "fp8_e4m3", "fp8_e5m2"))
+    parser.add_argument("--quantization", choices=("none", "fp8", "awq", "gptq", "nvfp4"))
+    parser.add_argument("--enforce-eager", action="store_true")
+    parser.add_argument("--runner", choices=("generate", "pooling"), default="generate")
+    parser.add_argument("--tensor-parallel-size", type=int, default=1)
+    parser.add_argument("--kv-cache-memory-bytes", type=int)
+    parser.add_argument("--free-memory-gib", type=float, help="free memory at start instead of an idle GPU")
+    parser.add_argument("--num-speculative-tokens", type=int, default=0)
+    parser.add_argument("--speculative-method", choices=("mtp", "eagle", "eagle3", "ngram"))
+    parser.add_argument("--json", action="store_true", help="print JSON (the default output is JSON too)")
+
+
+def _architecture(model: str) -> ModelArchitecture:
+    path = Path(model)
+    if path.exists():
+        return architecture_from_path(path, path.name)
+    try:
+        return catalog_architecture(model)
+    except KeyError:
+        raise ConfigError(
+            [
+                Problem(
+                    "--model",
+                    f"'{model}' is neither a catalog model nor a path to a config.json or model directory",
+                )
+            ]
+        ) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        gpu_spec = gpu(args.gpu)
+        rules = rules_for(args.vllm_version)
+    except (KeyError, ValueError) as exc:
+        raise ConfigError([Problem("--gpu/--vllm-version", str(exc.args[0]))]) from None
+    arch = _architecture(args.model)
+    if args.quantization:
+        arch = arch.with_quantization(args.quantization)
+    limits = resolve_limits(
+        arch,
+        gpu_spec,
+        rules,
+        max_model_len=args.max_model_len,
+        max_num_seqs=args.max_num_seqs,
+        max_num_batched_tokens=args.max_num_batched_tokens,
+    )
+    spec = ProcessSpec(
+        arch=arch,
+        gpu=gpu_spec,
+        rules=rules,
+        vllm_version=args.vllm_version,
+        limits=limits,
+        pooling=args.runner == "pooling",
+        kv_cache_dtype=args.kv_cache_dtype,
+        enforce_eager=args.enforce_eager,
+        num_speculative_tokens=args.num_speculative_tokens,
+        speculative_method=args.speculative_method,
+        gpu_memory_utilization=args.gpu_memory_utilization,
+        kv_cache_memory_bytes=args.kv_cache_memory_bytes,
+        tensor_parallel_size=args.tensor_parallel_size,
+    )
+    free = None if args.free_memory_gib is None else round(args.free_memory_gib * GIB)
+    budget = size_process(spec, free_before_bytes=free)
+
+    def gib(value: int) -> float:
+        return round(value / GIB, 2)
+
+    out = {
+        "model": arch.model_id,
+        "gpu": gpu_spec.name,
+        "vllm_version": args.vllm_version,
+        "rules": rules.label,
+        "gpu_memory_utilization": spec.utilization,
+        "requested_gib": gib(budget.requested_bytes),
+        "startup_free_gib": gib(budget.startup.free_bytes),
+        "startup_ok": budget.startup.ok,
+        "startup_error": budget.startup.message or None,
+        "weights_gib": gib(budget.weights_bytes),
+        "activation_peak_gib": gib(budget.activation_bytes),
+        "non_torch_gib": gib(budget.non_torch_bytes),
+        "cuda_graph_gib": gib(budget.graphs.bytes),
+        "cuda_graphs": budget.graphs.count,
+        "cuda_graph_in_budget": budget.graph_estimate_in_budget,
+        "kv_cache_gib": gib(budget.kv_bytes),
+        "kv_tokens": budget.capacity.tokens if budget.capacity else 0,
+        "max_concurrency": round(budget.capacity.max_concurrency, 2) if budget.capacity else 0.0,
+        "num_gpu_blocks": budget.capacity.num_blocks if budget.capacity else 0,
+        "max_model_len": limits.max_model_len,
+        "max_num_seqs": limits.max_num_seqs,
+        "max_num_batched_tokens": limits.max_num_batched_tokens,
+        "footprint_gib": gib(budget.footprint_bytes),
+        "errors": list(budget.errors),
+    }
+    print(json.dumps(out, indent=2))
+    return 0 if budget.ok else 1

@@ -1,0 +1,120 @@
+"""`colo plan`: every pair's budget per GPU, the startup checks in order, the flags and the probe budgets."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from colo.cli.common import add_stack_arguments, load_config, read_stack_file
+from colo.config import StackConfig
+from colo.plan.report import plan_view
+from colo.plan.stack import Plan, S3Profile, make_plan
+
+EXIT_OK, EXIT_INFEASIBLE = 0, 1
+
+COLUMNS = [
+    ("server", "name"),
+    ("model", "model"),
+    ("util", "gpu_memory_utilization"),
+    ("weights GiB", "weights_gib"),
+    ("activ GiB", "activation_peak_gib"),
+    ("graphs GiB", "cuda_graph_gib"),
+    ("KV GiB", "kv_cache_gib"),
+    ("KV tokens", "kv_tokens"),
+    ("concurrency", "max_concurrency"),
+    ("footprint MiB", "footprint_mib"),
+    ("startup probe s", "startup_probe_seconds"),
+]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_stack_arguments(parser)
+    parser.add_argument("--format", choices=("table", "markdown", "json"), default="table")
+
+
+def s3_profile_reader(config: StackConfig) -> S3Profile | None:
+    """boto3 is only needed when a model's profile lives in S3."""
+    servers = [s for p in config.pairs for s in (p.llm, p.embedding, p.reranker) if s is not None]
+    if not any(s.profile and s.profile.startswith("s3://") for s in servers):
+        return None
+    from colo.aws.s3_profile import read_s3_profile
+
+    reader: S3Profile = read_s3_profile
+    return reader
+
+
+def build_plan(config: StackConfig) -> Plan:
+    return make_plan(config, s3_profile=s3_profile_reader(config))
+
+
+def _rows(pair: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for server in pair["servers"]:
+        flat = {**server["memory"], **server}
+        rows.append([str(flat[key]) for _, key in COLUMNS])
+    return rows
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
+    out = [line, "  ".join("-" * w for w in widths)]
+    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    return out
+
+
+def _markdown(headers: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    return out + ["| " + " | ".join(r) + " |" for r in rows]
+
+
+def render_text(view: dict[str, Any], markdown: bool) -> str:
+    headers = [h for h, _ in COLUMNS]
+    lines: list[str] = []
+    pool = view["node_pool"]
+    title = "## " if markdown else ""
+    lines.append(
+        f"{title}GPU {view['gpu']['name']} ({view['gpu']['cuda_total_gib']} GiB as CUDA reports it); "
+        f"{pool['node_count']} node(s) of {pool['instance_type']} x {pool['gpus_per_node']} GPU; "
+        f"pairing {view['gpu_pairing']}; ordered start by {view['ordered_start']}"
+    )
+    for pair in view["pairs"]:
+        lines.append("")
+        verdict = "fits" if pair["feasible"] else "DOES NOT FIT"
+        head = "### " if markdown else ""
+        lines.append(
+            f"{head}pair {pair['name']} -> node {pair['node']} GPU {pair['gpu']}: {verdict}; predicted "
+            f"nvidia-smi used {pair['predicted_used_mib']} MiB, free {pair['predicted_free_mib']} MiB "
+            f"(safety margin {pair['safety_margin_mib']} MiB)"
+        )
+        lines.append("")
+        lines += (_markdown if markdown else _table)(headers, _rows(pair))
+        lines.append("")
+        checks = ", ".join(
+            f"{c['server']}: free {c['free_gib']} GiB >= requested {c['requested_gib']} GiB "
+            f"{'ok' if c['ok'] else 'FAILS'}"
+            for c in pair["startup_checks"]
+        )
+        lines.append(f"startup checks in order: {checks}")
+        for server in pair["servers"]:
+            for note in server["memory"]["notes"]:
+                lines.append(f"note ({server['name']}): {note}")
+            args = json.dumps(server["vllm_args"])
+            lines.append(f"{server['name']} ({server['image']}): vllm serve {args}")
+    if view["problems"]:
+        lines.append("")
+        lines.append(f"{title}Problems" if markdown else "PROBLEMS:")
+        lines += [f"- {p['path']}: {p['message']}" for p in view["problems"]]
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    config = load_config(read_stack_file(args))
+    plan = build_plan(config)
+    view = plan_view(plan)
+    if args.format == "json":
+        print(json.dumps(view, indent=2, sort_keys=True))
+    else:
+        print(render_text(view, markdown=args.format == "markdown"))
+    return EXIT_OK if plan.feasible else EXIT_INFEASIBLE

@@ -1,0 +1,248 @@
+"""Several vLLM processes on one GPU, started one after another.
+
+Each process is sized by `size_process` against the free memory it finds: what the earlier ones hold.
+Utilizations are derived unless the config overrides them: the small servers get what their own limits need,
+and the last server (the LLM) gets the most that still leaves the stated safety margin once every process,
+CUDA contexts and graphs outside vLLM's budget included, is resident. When CUDA graphs do not fit, capture
+sizes shrink, then the server falls back to eager mode, and the plan says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from math import ceil, floor
+
+from colo.catalog import MIB, GpuSpec
+from colo.errors import Problem
+from colo.plan.budget import ProcessBudget, ProcessSpec, geometry_for, size_process
+from colo.plan.cudagraph import SMALL_CAPTURE_SIZES
+from colo.plan.kv_cache import kv_bytes_for_requests, max_model_len_for
+
+UTIL_STEP = 1000  # utilizations are written with three decimals
+# Decode cost of eager mode, as the field report measured it (TPOT ~55 ms with graphs, 88 ms eager).
+EAGER_TPOT_MS = (55, 88)
+
+
+@dataclass(frozen=True)
+class ServerRequest:
+    role: str  # "embedding", "reranker", "llm"
+    config_path: str  # e.g. colo:pairs[0].llm, for messages
+    spec: ProcessSpec  # its gpu_memory_utilization is the override, or None to derive
+    eager: str  # "auto", "true", "false"
+    target_requests: float  # KV to hold: concurrent max_model_len requests
+
+
+@dataclass(frozen=True)
+class ServerPlan:
+    role: str
+    config_path: str
+    budget: ProcessBudget
+    utilization_derived: bool
+    graph_decision: str
+    notes: tuple[str, ...]
+
+    @property
+    def utilization(self) -> float:
+        return self.budget.spec.utilization
+
+
+@dataclass(frozen=True)
+class GpuPlan:
+    gpu: GpuSpec
+    servers: tuple[ServerPlan, ...]
+    safety_margin_bytes: int
+    problems: tuple[Problem, ...]
+
+    @property
+    def used_bytes(self) -> int:
+        return sum(s.budget.footprint_bytes for s in self.servers)
+
+    @property
+    def free_bytes(self) -> int:
+        return self.gpu.cuda_total_bytes - self.used_bytes
+
+    @property
+    def feasible(self) -> bool:
+        return not self.problems
+
+
+def _util_up(bytes_needed: int, total: int) -> float:
+    return ceil(bytes_needed / total * UTIL_STEP) / UTIL_STEP
+
+
+def _util_down(bytes_allowed: int, total: int) -> float:
+    return floor(bytes_allowed / total * UTIL_STEP) / UTIL_STEP
+
+
+def _kv_target(spec: ProcessSpec, requests: float) -> int:
+    geometry = geometry_for(spec)
+    if geometry is None:
+        return 0
+    return kv_bytes_for_requests(
+        geometry,
+        requests,
+        max_model_len=spec.limits.max_model_len,
+        max_num_batched_tokens=spec.limits.max_num_batched_tokens,
+        num_speculative_tokens=spec.num_speculative_tokens,
+        null_block_reserved=spec.rules.null_block_reserved,
+        sliding_inflight_batches=spec.rules.sliding_inflight_batches,
+    )
+
+
+def _derive_small(spec: ProcessSpec, requests: float) -> ProcessSpec:
+    """Utilization that covers weights, activations, non-torch growth, in-budget graphs and the KV target."""
+    probe = size_process(replace(spec, gpu_memory_utilization=0.5))
+    need = probe.weights_bytes + probe.activation_bytes + probe.non_torch_bytes
+    if probe.graph_estimate_in_budget:
+        need += probe.graphs.bytes
+    need += _kv_target(spec, requests)
+    if probe.capacity is None:  # encoder-only: util only gates the startup check
+        need = probe.weights_bytes + probe.activation_bytes + probe.non_torch_bytes + probe.graphs.bytes
+    return replace(spec, gpu_memory_utilization=min(_util_up(need, spec.gpu.cuda_total_bytes), 0.99))
+
+
+def _derive_last(spec: ProcessSpec, free_before: int, margin: int) -> ProcessSpec:
+    """The most the last server may request so that everything resident still leaves `margin`."""
+    probe = size_process(replace(spec, gpu_memory_utilization=0.5), free_before_bytes=free_before)
+    outside = probe.context_bytes + probe.post_profile_bytes
+    if not probe.graph_estimate_in_budget:
+        outside += probe.graphs.bytes
+    allowed = free_before - outside - margin
+    util = max(_util_down(allowed, spec.gpu.cuda_total_bytes), 1 / UTIL_STEP)
+    return replace(spec, gpu_memory_utilization=min(util, 0.99))
+
+
+def _fits(budget: ProcessBudget, free_before: int, margin: int, requests: float) -> bool:
+    if not budget.ok or budget.footprint_bytes > free_before - margin:
+        return False
+    return budget.capacity is None or budget.capacity.max_concurrency >= requests
+
+
+def _candidates(request: ServerRequest) -> list[tuple[ProcessSpec, str]]:
+    spec = request.spec
+    if request.eager == "true" or spec.enforce_eager:
+        return [(replace(spec, enforce_eager=True, capture_sizes=None), "eager (config)")]
+    options = [(spec, "captured (configured sizes)" if spec.capture_sizes else "captured (default sizes)")]
+    if request.eager == "auto":
+        small = tuple(s for s in SMALL_CAPTURE_SIZES if s <= spec.limits.max_num_seqs)
+        if spec.capture_sizes is None or tuple(spec.capture_sizes) != small:
+            options.append((replace(spec, capture_sizes=small), f"captured (reduced sizes {list(small)})"))
+        options.append((replace(spec, enforce_eager=True, capture_sizes=None), "eager (fallback)"))
+    return options
+
+
+def _size_one(request: ServerRequest, free_before: int, margin: int, last: bool) -> ServerPlan:
+    derived = request.spec.gpu_memory_utilization is None and request.spec.kv_cache_memory_bytes is None
+    attempts: list[str] = []
+    chosen: tuple[ProcessBudget, str] | None = None
+    for spec, decision in _candidates(request):
+        if derived:
+            spec = (
+                _derive_last(spec, free_before, margin)
+                if last
+                else _derive_small(spec, request.target_requests)
+            )
+        budget = size_process(spec, free_before_bytes=free_before)
+        if _fits(budget, free_before, margin, request.target_requests):
+            chosen = (budget, decision)
+            break
+        attempts.append(decision)
+        chosen = chosen or (budget, decision)
+    assert chosen is not None
+    budget, decision = chosen
+    notes: list[str] = []
+    if attempts and budget is not None and not decision.startswith("captured (default"):
+        notes.append(f"CUDA graphs with default sizes do not fit: {decision}")
+    if decision.startswith("eager (fallback)"):
+        notes.append(
+            f"enforce-eager skips torch.compile and CUDA graphs: expect slower decoding (the field report "
+            f"measured TPOT {EAGER_TPOT_MS[0]} -> {EAGER_TPOT_MS[1]} ms)"
+        )
+    return ServerPlan(request.role, request.config_path, budget, derived, decision, tuple(notes))
+
+
+def _explain(server: ServerPlan, free_before: int, margin: int) -> list[Problem]:
+    b = server.budget
+    path = server.config_path
+    gib = 1024**3
+    problems: list[Problem] = []
+    if not b.startup.ok:
+        problems.append(
+            Problem(
+                f"{path}.gpuMemoryUtilization",
+                f"{b.startup.message} [vLLM's startup check: this server starts after the ones before it hold "
+                f"{(b.spec.gpu.cuda_total_bytes - free_before) / gib:.2f} GiB; fix: lower its utilization to at most "
+                f"{_util_down(b.startup.free_bytes, b.spec.gpu.cuda_total_bytes):.3f} or drop the override so colo "
+                f"derives it]",
+            )
+        )
+    for error in b.errors:
+        geometry = geometry_for(b.spec)
+        hint = ""
+        if geometry is not None and b.kv_bytes > 0:
+            fit = max_model_len_for(
+                geometry,
+                b.kv_bytes,
+                max_num_batched_tokens=b.spec.limits.max_num_batched_tokens,
+                num_speculative_tokens=b.spec.num_speculative_tokens,
+                upper=b.spec.limits.max_model_len,
+                sliding_inflight_batches=b.spec.rules.sliding_inflight_batches,
+            )
+            hint = f"; the KV pool holds one request of at most {fit} tokens"
+        problems.append(
+            Problem(
+                f"{path}.maxModelLen",
+                f"{error} [weights {b.weights_bytes / gib:.2f} GiB, activations {b.activation_bytes / gib:.2f} GiB, "
+                f"CUDA graphs {b.graphs.bytes / gib:.2f} GiB leave {b.kv_bytes / gib:.2f} GiB of KV cache{hint}; "
+                f"fixes: lower maxModelLen, set kvCacheDtype: fp8, use a smaller or quantized model, or give this "
+                f"pair a larger GPU]",
+            )
+        )
+    if b.startup.ok and not b.errors and b.footprint_bytes > free_before:
+        problems.append(
+            Problem(
+                path,
+                f"out of memory after startup: this server needs {b.footprint_bytes / gib:.2f} GiB resident "
+                f"(CUDA context {b.context_bytes / gib:.2f}, graphs outside vLLM's budget "
+                f"{0 if b.graph_estimate_in_budget else b.graphs.bytes / gib:.2f}) but only "
+                f"{free_before / gib:.2f} GiB is free; fixes: lower its utilization, shrink cudagraphCaptureSizes, "
+                f"or set enforceEager",
+            )
+        )
+    elif b.ok and b.footprint_bytes > free_before - margin:
+        problems.append(
+            Problem(
+                path,
+                f"leaves {(free_before - b.footprint_bytes) / 2**20:.0f} MiB free, less than the safety margin of "
+                f"{margin / 2**20:.0f} MiB (colo:budget.safetyMarginMiB); lower its utilization",
+            )
+        )
+    return problems
+
+
+def plan_gpu(gpu: GpuSpec, requests: list[ServerRequest], safety_margin_mib: int) -> GpuPlan:
+    """Size the servers in start order; the last one takes what is left."""
+    margin = safety_margin_mib * MIB
+    free = gpu.cuda_total_bytes
+    servers: list[ServerPlan] = []
+    problems: list[Problem] = []
+    for index, request in enumerate(requests):
+        last = index == len(requests) - 1
+        server = _size_one(request, free, margin, last)
+        problems += _explain(server, free, margin)
+        if (
+            server.budget.capacity is not None
+            and server.budget.ok
+            and server.budget.capacity.max_concurrency < (request.target_requests)
+        ):
+            problems.append(
+                Problem(
+                    f"{request.config_path}.maxNumSeqs",
+                    f"KV cache holds {server.budget.capacity.max_concurrency:.2f} concurrent max-length requests, "
+                    f"fewer than the {request.target_requests:g} this server is planned for; lower maxModelLen or "
+                    f"use kvCacheDtype: fp8",
+                )
+            )
+        servers.append(server)
+        free -= server.budget.footprint_bytes
+    return GpuPlan(gpu, tuple(servers), margin, tuple(problems))

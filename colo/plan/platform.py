@@ -1,0 +1,92 @@
+"""Checks that a GPU-pairing method works on the chosen platform, before anything is deployed."""
+
+from __future__ import annotations
+
+from colo.catalog import instance_type
+from colo.config.schema import StackConfig
+from colo.errors import Problem
+
+DRA_MIN_MINOR = 34  # resource.k8s.io/v1 is GA from Kubernetes 1.34
+NATIVE_SIDECAR_MIN_MINOR = 29  # restartable init containers are on by default from 1.29
+ENVVAR_HONOURED = {
+    "al2023-nvidia",
+    "generic-nvidia-runtime",
+}  # images whose runtime accepts NVIDIA_VISIBLE_DEVICES
+
+
+def gpus_per_node(config: StackConfig) -> int | None:
+    pool = config.node_pool
+    if pool.gpus_per_node is not None:
+        return pool.gpus_per_node
+    known = instance_type(pool.instance_type)
+    return known.gpus if known else None
+
+
+def platform_problems(config: StackConfig) -> list[Problem]:
+    cluster, pool = config.cluster, config.node_pool
+    problems: list[Problem] = []
+    method = cluster.gpu_pairing
+    if method == "uuid-handoff" and cluster.node_image not in ENVVAR_HONOURED:
+        problems.append(
+            Problem(
+                "colo:cluster.gpuPairing",
+                f"uuid-handoff needs a container runtime that honours NVIDIA_VISIBLE_DEVICES in unprivileged "
+                f"containers; {cluster.node_image} does not (Bottlerocket defaults to volume-mounts with the env var "
+                f"ignored; GPU Operator >= 25.10 injects devices through CDI). Use gpuPairing: dra (Kubernetes "
+                f">= 1.34 with NVIDIA's DRA driver) or time-slice (single-GPU instance types)",
+            )
+        )
+    if method == "dra" and cluster.minor < DRA_MIN_MINOR:
+        problems.append(
+            Problem(
+                "colo:cluster.kubernetesVersion",
+                f"gpuPairing dra needs resource.k8s.io/v1, GA from Kubernetes 1.{DRA_MIN_MINOR}; the cluster is "
+                f"{cluster.kubernetes_version}. Upgrade the cluster, or use time-slice or uuid-handoff",
+            )
+        )
+    if method == "time-slice":
+        gpus = gpus_per_node(config)
+        if gpus is None:
+            problems.append(
+                Problem(
+                    "colo:nodePool.gpusPerNode",
+                    f"time-slice needs to know the GPUs per node and {pool.instance_type} is not in colo's catalog; "
+                    f"set nodePool.gpusPerNode",
+                )
+            )
+        elif gpus != 1:
+            problems.append(
+                Problem(
+                    "colo:nodePool.instanceType",
+                    f"time-slice pairs two containers on one GPU only when the node has exactly one GPU; "
+                    f"{pool.instance_type} has {gpus}, so the two replicas may land on different GPUs. Use a "
+                    f"single-GPU instance type (e.g. g6e.xlarge), or gpuPairing dra or uuid-handoff",
+                )
+            )
+    native = cluster.native_sidecars
+    if native and cluster.minor < NATIVE_SIDECAR_MIN_MINOR:
+        problems.append(
+            Problem(
+                "colo:cluster.nativeSidecars",
+                f"restartable init containers need Kubernetes >= 1.{NATIVE_SIDECAR_MIN_MINOR}; the cluster is "
+                f"{cluster.kubernetes_version}. Drop the setting to use colo's health-wait start instead",
+            )
+        )
+    if pool.mode == "managed":
+        known = instance_type(pool.instance_type)
+        if known is not None and known.gpu != pool.gpu:
+            problems.append(
+                Problem(
+                    "colo:nodePool.gpu",
+                    f"{pool.instance_type} carries {known.gpu} GPUs, not {pool.gpu}; the budget must use the GPU "
+                    f"the nodes really have. Set nodePool.gpu: {known.gpu}, or choose another instance type",
+                )
+            )
+    return problems
+
+
+def uses_native_sidecars(config: StackConfig) -> bool:
+    cluster = config.cluster
+    if cluster.native_sidecars is not None:
+        return cluster.native_sidecars
+    return cluster.minor >= NATIVE_SIDECAR_MIN_MINOR

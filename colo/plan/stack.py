@@ -1,0 +1,273 @@
+"""The whole stack's plan: every pair sized on its GPU, placed on a node, with flags and probe budgets.
+
+Pure: no Pulumi, no cloud calls. Architectures come from colo's catalog or from files; an s3:// profile is
+read through the `s3_profile` callable the caller passes in (the CLI and the program pass boto3's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from math import ceil
+from pathlib import Path
+
+from colo.catalog import GpuSpec, gpu
+from colo.catalog.architecture import ArchitectureError, ModelArchitecture
+from colo.catalog.models import architecture_from_path, catalog_architecture
+from colo.catalog.vllm_rules import VllmRules, rules_for
+from colo.config.schema import Pair, ServerSpec, StackConfig
+from colo.errors import Problem
+from colo.plan.budget import ProcessSpec
+from colo.plan.colocate import GpuPlan, ServerPlan, ServerRequest, plan_gpu
+from colo.plan.engine_limits import resolve_limits
+from colo.plan.platform import gpus_per_node, platform_problems, uses_native_sidecars
+from colo.plan.probes import ProbeBudget, startup_budget
+from colo.plan.vllm_args import PORTS, vllm_arguments
+from colo.stackfiles import REPO_ROOT
+
+S3Profile = Callable[[str, str], ModelArchitecture]
+MODEL_ROOT = "/models"  # where the model volume is mounted in every container
+
+
+@dataclass(frozen=True)
+class Server:
+    role: str
+    name: str  # Kubernetes-friendly: <pair>-<role>
+    model: str
+    image: str
+    vllm_version: str
+    port: int
+    args: tuple[str, ...]
+    probe: ProbeBudget
+    cpu: str
+    memory: str
+    weights_uri: str | None
+    memory_plan: ServerPlan
+
+
+@dataclass(frozen=True)
+class Placement:
+    node: int
+    gpu: int
+
+
+@dataclass(frozen=True)
+class PairPlan:
+    name: str
+    servers: tuple[Server, ...]  # in start order; the last is the LLM
+    gpu_plan: GpuPlan
+    placement: Placement
+
+    @property
+    def llm(self) -> Server:
+        return self.servers[-1]
+
+    @property
+    def feasible(self) -> bool:
+        return self.gpu_plan.feasible
+
+
+@dataclass(frozen=True)
+class Plan:
+    config: StackConfig
+    gpu: GpuSpec
+    pairs: tuple[PairPlan, ...]
+    gpus_per_node: int
+    node_count: int
+    native_sidecars: bool
+    problems: tuple[Problem, ...]
+
+    @property
+    def feasible(self) -> bool:
+        return not self.problems
+
+
+def _architecture(server: ServerSpec, path: str, s3_profile: S3Profile | None) -> ModelArchitecture:
+    profile = server.profile
+    try:
+        if profile is None:
+            arch = catalog_architecture(server.model)
+        elif profile.startswith("s3://"):
+            if s3_profile is None:
+                raise ArchitectureError(
+                    "reading an s3:// profile needs AWS access, which this run does not have"
+                )
+            arch = s3_profile(profile, server.model)
+        else:
+            local = Path(profile)
+            arch = architecture_from_path(local if local.is_absolute() else REPO_ROOT / local, server.model)
+    except KeyError:
+        raise ArchitectureError(
+            f"'{server.model}' is not in colo's model catalog; set {path}.profile to its config.json, a model "
+            f"directory, or an s3:// prefix holding config.json"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise ArchitectureError(f"cannot read the architecture from {profile}: {exc}") from None
+    if server.quantization is not None and server.quantization != arch.quantization:
+        arch = arch.with_quantization(server.quantization)
+    return arch
+
+
+def _process_spec(
+    server: ServerSpec,
+    role: str,
+    arch: ModelArchitecture,
+    gpu_spec: GpuSpec,
+    rules: VllmRules,
+    config: StackConfig,
+) -> ProcessSpec:
+    small = role != "llm"
+    max_len = server.max_model_len or (
+        min(config.budget.embedding_max_model_len, arch.max_position_embeddings) if small else None
+    )
+    seqs = server.max_num_seqs or (config.budget.embedding_max_num_seqs if small else None)
+    limits = resolve_limits(
+        arch,
+        gpu_spec,
+        rules,
+        max_model_len=max_len,
+        max_num_seqs=seqs,
+        max_num_batched_tokens=server.max_num_batched_tokens,
+    )
+    speculative = server.speculative
+    return ProcessSpec(
+        arch=arch,
+        gpu=gpu_spec,
+        rules=rules,
+        vllm_version=server.vllm.version,
+        limits=limits,
+        pooling=small,
+        kv_cache_dtype=server.kv_cache_dtype,
+        enforce_eager=server.enforce_eager is True,
+        capture_sizes=tuple(server.cudagraph_capture_sizes) if server.cudagraph_capture_sizes else None,
+        num_speculative_tokens=speculative.num_speculative_tokens if speculative else 0,
+        speculative_method=speculative.method if speculative else None,
+        gpu_memory_utilization=server.gpu_memory_utilization,
+        kv_cache_memory_bytes=server.kv_cache_memory_bytes,
+    )
+
+
+def _servers_of(pair: Pair) -> list[tuple[str, ServerSpec]]:
+    order = [("embedding", pair.embedding)]
+    if pair.reranker is not None:
+        order.append(("reranker", pair.reranker))
+    return [*order, ("llm", pair.llm)]
+
+
+def plan_pair(
+    pair: Pair,
+    index: int,
+    config: StackConfig,
+    gpu_spec: GpuSpec,
+    placement: Placement,
+    native_sidecars: bool,
+    s3_profile: S3Profile | None,
+) -> tuple[PairPlan | None, list[Problem]]:
+    problems: list[Problem] = []
+    requests: list[ServerRequest] = []
+    for role, server in _servers_of(pair):
+        path = f"colo:pairs[{index}].{role}"
+        try:
+            rules = rules_for(server.vllm.version)
+        except ValueError as exc:
+            problems.append(Problem(f"{path}.vllm.version", str(exc)))
+            continue
+        if server.kv_cache_memory_bytes is not None and not rules.has_kv_cache_memory_bytes:
+            problems.append(
+                Problem(
+                    f"{path}.kvCacheMemoryBytes",
+                    f"vLLM {server.vllm.version} has no --kv-cache-memory-bytes (added in 0.11.0)",
+                )
+            )
+        try:
+            arch = _architecture(server, path, s3_profile)
+        except ArchitectureError as exc:
+            problems.append(Problem(f"{path}.profile" if server.profile else f"{path}.model", str(exc)))
+            continue
+        spec = _process_spec(server, role, arch, gpu_spec, rules, config)
+        target = config.budget.llm_min_concurrency if role == "llm" else config.budget.embedding_concurrency
+        eager = (
+            "true" if server.enforce_eager is True else "false" if server.enforce_eager is False else "auto"
+        )
+        requests.append(ServerRequest(role, path, spec, eager, target))
+    if problems:
+        return None, problems
+
+    gpu_plan = plan_gpu(gpu_spec, requests, config.budget.safety_margin_mib)
+    servers: list[Server] = []
+    waited = 0.0
+    for (role, server), memory_plan in zip(_servers_of(pair), gpu_plan.servers, strict=True):
+        budget = memory_plan.budget
+        model_path = f"{MODEL_ROOT}/{pair.name}/{role}" if server.weights_uri else server.model
+        args = vllm_arguments(
+            budget,
+            role=role,
+            model=server.model,
+            served_name=server.model,
+            model_path=model_path,
+            extra_args=server.extra_args,
+        )
+        download = None if server.weights_uri else config.storage.hub_download_mib_per_s
+        probe = startup_budget(
+            budget,
+            read_mib_per_s=config.storage.read_throughput_mib_per_s,
+            download_mib_per_s=download,
+            waits_for_s=0.0 if native_sidecars else waited,
+        )
+        waited += probe.startup_seconds
+        servers.append(
+            Server(
+                role,
+                f"{pair.name}-{role}",
+                server.model,
+                server.vllm.resolved_image,
+                server.vllm.version,
+                PORTS[role],
+                tuple(args),
+                probe,
+                server.cpu,
+                server.memory,
+                server.weights_uri,
+                memory_plan,
+            )
+        )
+    return PairPlan(pair.name, tuple(servers), gpu_plan, placement), list(gpu_plan.problems)
+
+
+def make_plan(
+    config: StackConfig, *, s3_profile: S3Profile | None = None, gpu_override: GpuSpec | None = None
+) -> Plan:
+    """Plan every pair. Problems are collected, never raised, so `colo plan` can show them all."""
+    problems = platform_problems(config)
+    try:
+        gpu_spec = gpu_override or gpu(config.node_pool.gpu)
+    except KeyError as exc:
+        return Plan(
+            config,
+            GpuSpec("unknown", 0, 0, None, None, {}),
+            (),
+            1,
+            0,
+            False,
+            (*problems, Problem("colo:nodePool.gpu", str(exc.args[0]))),
+        )
+    per_node = gpus_per_node(config) or 1
+    native = uses_native_sidecars(config)
+    slots = len(config.pairs) + config.node_pool.spare_gpus
+    node_count = ceil(slots / per_node)
+    if config.node_pool.max_nodes is not None and node_count > config.node_pool.max_nodes:
+        problems.append(
+            Problem(
+                "colo:nodePool.maxNodes",
+                f"{len(config.pairs)} pairs + {config.node_pool.spare_gpus} spare GPUs need "
+                f"{node_count} nodes of {per_node} GPUs; maxNodes is {config.node_pool.max_nodes}",
+            )
+        )
+    pairs: list[PairPlan] = []
+    for index, pair in enumerate(config.pairs):
+        placement = Placement(node=index // per_node, gpu=index % per_node)
+        pair_plan, pair_problems = plan_pair(pair, index, config, gpu_spec, placement, native, s3_profile)
+        problems += pair_problems
+        if pair_plan is not None:
+            pairs.append(pair_plan)
+    return Plan(config, gpu_spec, tuple(pairs), per_node, node_count, native, tuple(problems))

@@ -1,0 +1,69 @@
+"""The `vllm serve` argument list for one server, for the pinned vLLM release.
+
+Built as a list, never as a shell string: JSON values (`--compilation-config`, `--speculative-config`) are
+serialised with json.dumps and travel as one argument each, so no YAML or shell quoting can mangle them
+(the field report's capture sizes never took effect because Helm escaping broke that JSON).
+"""
+
+from __future__ import annotations
+
+import json
+
+from colo.catalog.vllm_rules import parse_version
+from colo.plan.budget import ProcessBudget, capture_sizes_for
+
+PORTS = {"llm": 8000, "embedding": 8001, "reranker": 8002}
+
+
+def _number(value: float) -> str:
+    return f"{value:.3f}".rstrip("0").rstrip(".")
+
+
+def vllm_arguments(
+    budget: ProcessBudget, *, role: str, model: str, served_name: str, model_path: str, extra_args: list[str]
+) -> list[str]:
+    spec = budget.spec
+    version = parse_version(spec.vllm_version)
+    args = [
+        model_path,
+        "--served-model-name",
+        served_name,
+        "--host",
+        "0.0.0.0",
+        "--port",
+        str(PORTS[role]),
+        "--gpu-memory-utilization",
+        _number(spec.utilization),
+        "--max-model-len",
+        str(spec.limits.max_model_len),
+        "--max-num-seqs",
+        str(spec.limits.max_num_seqs),
+        "--max-num-batched-tokens",
+        str(spec.limits.max_num_batched_tokens),
+    ]
+    if spec.kv_cache_memory_bytes is not None:
+        args += ["--kv-cache-memory-bytes", str(spec.kv_cache_memory_bytes)]
+    if spec.kv_cache_dtype != "auto":
+        args += ["--kv-cache-dtype", spec.kv_cache_dtype]
+    if spec.pooling:
+        # `--task embed` was removed in 0.13; `--runner pooling` exists since 0.10.1.1.
+        args += ["--runner", "pooling"]
+        if role == "reranker":
+            args += ["--convert", "classify"]
+    if spec.enforce_eager:
+        args.append("--enforce-eager")
+    elif spec.capture_sizes is not None:
+        sizes = capture_sizes_for(spec)
+        args += [
+            "--compilation-config",
+            json.dumps({"cudagraph_capture_sizes": sizes}, separators=(",", ":")),
+        ]
+    if spec.speculative_method is not None:
+        speculative = {
+            "method": spec.speculative_method,
+            "num_speculative_tokens": spec.num_speculative_tokens,
+        }
+        args += ["--speculative-config", json.dumps(speculative, separators=(",", ":"))]
+    if version >= (0, 11) and role != "llm":
+        args.append("--disable-log-stats")
+    return args + list(extra_args)
