@@ -188,7 +188,11 @@ def size_process(spec: ProcessSpec, *, free_before_bytes: int | None = None) -> 
         max_num_batched_tokens=spec.limits.max_num_batched_tokens,
         max_num_seqs=spec.limits.max_num_seqs,
         pooling=spec.pooling,
-        sampler_bytes_per_logit=int(consts["sampler_bytes_per_logit"]),
+        sampler_bytes_per_logit=int(
+            consts[
+                "sampler_bytes_per_logit_sorting" if spec.rules.topk_topp_sorts else "sampler_bytes_per_logit"
+            ]
+        ),
         num_speculative_tokens=spec.num_speculative_tokens,
     )
     activation = peak.peak_bytes // tp
@@ -202,7 +206,13 @@ def size_process(spec: ProcessSpec, *, free_before_bytes: int | None = None) -> 
         capture_sizes_for(spec),
         max_num_seqs=spec.limits.max_num_seqs,
         decode_query_len=spec.decode_query_len,
-        kib_per_graph_layer=int(consts["cudagraph_kib_per_graph_layer"]),
+        kib_per_graph_layer=int(
+            consts[
+                "cudagraph_kib_per_graph_layer_hybrid"
+                if spec.arch.is_hybrid_linear
+                else "cudagraph_kib_per_graph_layer"
+            ]
+        ),
     )
     in_budget = spec.graph_estimate_subtracted
     post = int(consts["post_profile_mib"]) * MIB
