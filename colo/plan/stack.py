@@ -29,6 +29,11 @@ S3Profile = Callable[[str, str], ModelArchitecture]
 MODEL_ROOT = "/models"  # where the model volume is mounted in every container
 
 
+def weights_dir(pair: str, role: str) -> str:
+    """Where a server's weights copied from weightsUri live on the model volume."""
+    return f"{MODEL_ROOT}/{pair}/{role}"
+
+
 @dataclass(frozen=True)
 class Server:
     role: str
@@ -192,7 +197,7 @@ def plan_pair(
     waited = 0.0
     for (role, server), memory_plan in zip(_servers_of(pair), gpu_plan.servers, strict=True):
         budget = memory_plan.budget
-        model_path = f"{MODEL_ROOT}/{pair.name}/{role}" if server.weights_uri else server.model
+        model_path = weights_dir(pair.name, role) if server.weights_uri else server.model
         args = vllm_arguments(
             budget,
             role=role,

@@ -74,3 +74,39 @@ def tiny_model_files() -> dict[str, bytes]:
         ),
         "tokenizer.json": b"{}",
     }
+
+
+MIB = 1024 * 1024
+
+
+def put_multipart(s3: Any, key: str, data: bytes, part_size: int = 5 * MIB, *, sha256: bool = False) -> None:
+    extra = {"ChecksumAlgorithm": "SHA256"} if sha256 else {}
+    upload = s3.create_multipart_upload(Bucket=BUCKET, Key=key, **extra)
+    parts = []
+    for number, start in enumerate(range(0, len(data), part_size), start=1):
+        answer = s3.upload_part(
+            Bucket=BUCKET,
+            Key=key,
+            UploadId=upload["UploadId"],
+            PartNumber=number,
+            Body=data[start : start + part_size],
+            **extra,
+        )
+        part = {"PartNumber": number, "ETag": answer["ETag"]}
+        if sha256:
+            part["ChecksumSHA256"] = answer["ChecksumSHA256"]
+        parts.append(part)
+    s3.complete_multipart_upload(
+        Bucket=BUCKET, Key=key, UploadId=upload["UploadId"], MultipartUpload={"Parts": parts}
+    )
+
+
+def record_gets(s3: Any) -> list[tuple[str, str | None]]:
+    """(key, Range) of every GetObject the client makes from now on."""
+    seen: list[tuple[str, str | None]] = []
+
+    def record(params: dict[str, Any], **_: Any) -> None:
+        seen.append((params["Key"], params.get("Range")))
+
+    s3.meta.events.register("provide-client-params.s3.GetObject", record)
+    return seen

@@ -5,17 +5,7 @@ from typing import Any
 import pytest
 
 from colo.aws.s3_profile import S3ProfileError, read_s3_profile
-from tests.aws.conftest import BUCKET, put_model, safetensors_blob, tiny_model_files
-
-
-def _record_gets(s3: Any) -> list[tuple[str, str | None]]:
-    seen: list[tuple[str, str | None]] = []
-
-    def record(params: dict[str, Any], **_: Any) -> None:
-        seen.append((params["Key"], params.get("Range")))
-
-    s3.meta.events.register("provide-client-params.s3.GetObject", record)
-    return seen
+from tests.aws.conftest import BUCKET, put_model, record_gets, safetensors_blob, tiny_model_files
 
 
 def test_weight_bytes_per_part_come_from_the_headers(s3: Any) -> None:
@@ -31,7 +21,7 @@ def test_only_the_header_bytes_of_a_checkpoint_are_read(s3: Any) -> None:
     files = tiny_model_files()
     files["model-00001-of-00002.safetensors"] = safetensors_blob({"model.w": 16}, pad_to=6 * 1024 * 1024)
     put_model(s3, "tiny/", files)
-    gets = _record_gets(s3)
+    gets = record_gets(s3)
     read_s3_profile(f"s3://{BUCKET}/tiny", "org/tiny", s3=s3)
     checkpoint_reads = [(key, rng) for key, rng in gets if key.endswith(".safetensors")]
     assert len(checkpoint_reads) == 4  # two files: the 8-byte length, then the header
