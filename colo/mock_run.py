@@ -86,7 +86,7 @@ class RecordingMocks(pulumi.runtime.Mocks):
         return f"{args.name}-id", state
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
-        return self.invokes(args.token, dict(args.args)), None
+        return self.invokes(args.token, dict(args.args)), []
 
     def of_type(self, type_: str) -> list[Recorded]:
         return [r for r in self.resources if r.type == type_]

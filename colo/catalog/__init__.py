@@ -41,8 +41,10 @@ def _gpus() -> dict[str, GpuSpec]:
     for name, entry in _yaml("gpus.yaml")["gpus"].items():
         table[name] = GpuSpec(
             name=name,
-            # vLLM prints round(bytes / 2**30, 2); the catalog keeps that printed value.
-            cuda_total_bytes=round(float(entry["cuda_total_gib"]) * GIB),
+            # vLLM prints round(bytes / 2**30, 2); a MiB figure, where known, is more precise.
+            cuda_total_bytes=int(entry["cuda_total_mib"]) * MIB
+            if "cuda_total_mib" in entry
+            else round(float(entry["cuda_total_gib"]) * GIB),
             context_bytes=int(entry["context_mib"]) * MIB,
             nvidia_smi_total_mib=entry.get("nvidia_smi_total_mib"),
             ec2_memory_mib=entry.get("ec2_memory_mib"),

@@ -53,8 +53,11 @@ def catalog_architecture(model_id: str) -> ModelArchitecture:
     arch = from_hf_config(_resolved_config(model_id), model_id, source=str(entry["source"]))
     exact = entry.get("checkpoint_bytes")
     if exact:
-        # Exact tensor bytes of a text-only checkpoint: everything in it is loaded.
-        arch = replace(arch, checkpoint_bytes=int(exact), checkpoint_bytes_by_part={"model": int(exact)})
+        # Exact tensor bytes of a text-only checkpoint. The untied lm_head is its own part because
+        # embedding servers do not load it.
+        lm_head = 0 if arch.tie_word_embeddings else arch.vocab_size * arch.hidden_size * arch.dtype_bytes
+        parts = {"model": int(exact) - lm_head, "lm_head": lm_head}
+        arch = replace(arch, checkpoint_bytes=int(exact), checkpoint_bytes_by_part=parts)
     return arch
 
 

@@ -42,6 +42,7 @@ class VllmRules:
     has_kv_cache_memory_bytes: bool
     cublas_in_baseline: bool
     error_names_device: bool
+    topk_topp_sorts: bool
     source: str
 
     @property

@@ -1,1 +1,1 @@
-"""Pulumi components: each translates part of the Plan into resources and computes nothing itself."""
+"""Pulumi components: each translates a part of the plan into resources and computes nothing itself."""

@@ -62,8 +62,8 @@ def activation_peak(
     if pooling or arch.encoder_only:
         sampler = rows * arch.hidden_size * 4 + tokens * arch.hidden_size * element
     else:
-        # With speculative decoding the dummy sampler run also scores every draft position (rejection
-        # sampler): target logits for rows * (1 + k) positions.
-        logit_rows = rows * (1 + num_speculative_tokens)
+        # With speculative decoding the dummy run also exercises the rejection sampler on k draft positions
+        # per row (`_dummy_sampler_run`); it runs after the plain sampler, so the peak is the larger of the two.
+        logit_rows = rows * max(1, num_speculative_tokens)
         sampler = logit_rows * arch.vocab_size * sampler_bytes_per_logit + tokens * arch.hidden_size * element
     return ActivationPeak(forward, sampler)

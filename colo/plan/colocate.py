@@ -132,9 +132,10 @@ def _candidates(request: ServerRequest) -> list[tuple[ProcessSpec, str]]:
 
 
 def _size_one(request: ServerRequest, free_before: int, margin: int, last: bool) -> ServerPlan:
+    """Try default graphs, then reduced sizes, then eager; keep the first that fits with the margin,
+    else the first that at least does not run out of memory, else the last resort."""
     derived = request.spec.gpu_memory_utilization is None and request.spec.kv_cache_memory_bytes is None
-    attempts: list[str] = []
-    chosen: tuple[ProcessBudget, str] | None = None
+    tried: list[tuple[ProcessBudget, str]] = []
     for spec, decision in _candidates(request):
         if derived:
             spec = (
@@ -142,18 +143,15 @@ def _size_one(request: ServerRequest, free_before: int, margin: int, last: bool)
                 if last
                 else _derive_small(spec, request.target_requests)
             )
-        budget = size_process(spec, free_before_bytes=free_before)
-        if _fits(budget, free_before, margin, request.target_requests):
-            chosen = (budget, decision)
-            break
-        attempts.append(decision)
-        chosen = chosen or (budget, decision)
-    assert chosen is not None
-    budget, decision = chosen
+        tried.append((size_process(spec, free_before_bytes=free_before), decision))
+    budget, decision = next(
+        (t for t in tried if _fits(t[0], free_before, margin, request.target_requests)),
+        next((t for t in tried if _fits(t[0], free_before, 0, request.target_requests)), tried[-1]),
+    )
     notes: list[str] = []
-    if attempts and budget is not None and not decision.startswith("captured (default"):
-        notes.append(f"CUDA graphs with default sizes do not fit: {decision}")
-    if decision.startswith("eager (fallback)"):
+    if decision != tried[0][1]:
+        notes.append(f"CUDA graphs with {tried[0][1].removeprefix('captured ')} do not fit: {decision}")
+    if decision == "eager (fallback)":
         notes.append(
             f"enforce-eager skips torch.compile and CUDA graphs: expect slower decoding (the field report "
             f"measured TPOT {EAGER_TPOT_MS[0]} -> {EAGER_TPOT_MS[1]} ms)"

@@ -100,9 +100,9 @@ def kv_geometry(
     local_token = 2 * arch.num_kv_heads * arch.head_dim * s
     global_heads = arch.global_num_kv_heads or arch.num_kv_heads
     global_dim = arch.global_head_dim or arch.head_dim
-    global_token = (1 if arch.global_k_eq_v else 2) * global_heads * global_dim * s
-    if arch.global_k_eq_v:
-        global_token = 2 * global_heads * global_dim * s  # vLLM still allocates K and V pages
+    # Gemma 4's global layers share one projection for K and V (attention_k_eq_v); colo still counts a K and
+    # a V page, as the attention spec's page size does, which errs on the side of a smaller pool.
+    global_token = 2 * global_heads * global_dim * s
     full_token = global_token if arch.sliding_attention_layers else local_token
     full_layers = arch.full_attention_layers + mtp_draft_layers
 
@@ -115,11 +115,11 @@ def kv_geometry(
 
     # `unify_kv_cache_spec_page_size`: every group must have the same page, so a spec with a smaller
     # per-token page gets proportionally more tokens per block.
-    per_token = {
+    token_pages = {
         "full": full_token if full_layers else 0,
         "sliding": local_token if arch.sliding_attention_layers else 0,
     }
-    largest = max(per_token.values())
+    largest = max(token_pages.values())
     if full_layers:
         buckets.append(LayerBucket("full", full_layers, largest * block, block * largest // full_token))
     if arch.sliding_attention_layers:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from math import ceil
 from pathlib import Path
 
 from colo.catalog import GpuSpec, gpu
@@ -20,6 +19,7 @@ from colo.errors import Problem
 from colo.plan.budget import ProcessSpec
 from colo.plan.colocate import GpuPlan, ServerPlan, ServerRequest, plan_gpu
 from colo.plan.engine_limits import resolve_limits
+from colo.plan.placement import Placement, node_count, node_limit_problems, place_pairs
 from colo.plan.platform import gpus_per_node, platform_problems, uses_native_sidecars
 from colo.plan.probes import IMAGE_PULL_S, ProbeBudget, startup_budget
 from colo.plan.vllm_args import PORTS, vllm_arguments
@@ -43,12 +43,6 @@ class Server:
     memory: str
     weights_uri: str | None
     memory_plan: ServerPlan
-
-
-@dataclass(frozen=True)
-class Placement:
-    node: int
-    gpu: int
 
 
 @dataclass(frozen=True)
@@ -263,21 +257,14 @@ def make_plan(
         )
     per_node = gpus_per_node(config) or 1
     native = uses_native_sidecars(config)
-    slots = len(config.pairs) + config.node_pool.spare_gpus
-    node_count = ceil(slots / per_node)
-    if config.node_pool.max_nodes is not None and node_count > config.node_pool.max_nodes:
-        problems.append(
-            Problem(
-                "colo:nodePool.maxNodes",
-                f"{len(config.pairs)} pairs + {config.node_pool.spare_gpus} spare GPUs need "
-                f"{node_count} nodes of {per_node} GPUs; maxNodes is {config.node_pool.max_nodes}",
-            )
-        )
+    pool = config.node_pool
+    nodes = node_count(len(config.pairs), pool.spare_gpus, per_node)
+    problems += node_limit_problems(len(config.pairs), pool.spare_gpus, per_node, pool.max_nodes)
     pairs: list[PairPlan] = []
-    for index, pair in enumerate(config.pairs):
-        placement = Placement(node=index // per_node, gpu=index % per_node)
+    placements = place_pairs(len(config.pairs), per_node)
+    for index, (pair, placement) in enumerate(zip(config.pairs, placements, strict=True)):
         pair_plan, pair_problems = plan_pair(pair, index, config, gpu_spec, placement, native, s3_profile)
         problems += pair_problems
         if pair_plan is not None:
             pairs.append(pair_plan)
-    return Plan(config, gpu_spec, tuple(pairs), per_node, node_count, native, tuple(problems))
+    return Plan(config, gpu_spec, tuple(pairs), per_node, nodes, native, tuple(problems))

@@ -1,0 +1,164 @@
+"""`colo plan` and `colo estimate` as a user runs them: output, and exit codes 0 / 1 / 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from colo.cli import main
+from colo.stackfiles import load_stack
+
+
+def test_plan_of_the_local_stack_fits_and_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--stack", "local"]) == 0
+    out = capsys.readouterr().out
+    assert "pair chat -> node 0 GPU 0: fits" in out
+    assert "startup checks in order: chat-embedding" in out
+
+
+def test_plan_json_carries_the_budget_placement_and_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--stack", "prod", "--format", "json"]) == 0
+    view = json.loads(capsys.readouterr().out)
+    assert view["node_pool"]["node_count"] == 1 and view["node_pool"]["gpus_per_node"] == 4
+    assert [(p["node"], p["gpu"]) for p in view["pairs"]] == [(0, 0), (0, 1), (0, 2)]
+    llm = view["pairs"][1]["servers"][-1]
+    for key in (
+        "weights_gib",
+        "activation_peak_gib",
+        "cuda_graph_gib",
+        "kv_cache_gib",
+        "kv_tokens",
+        "max_concurrency",
+        "gpu_memory_utilization",
+        "footprint_mib",
+    ):
+        assert key in llm["memory"]
+    assert "--gpu-memory-utilization" in llm["vllm_args"]
+    assert llm["startup_probe_seconds"] > 0
+
+
+def _stack_file(tmp_path: Path, mutate: object) -> Path:
+    values = load_stack("local").values
+    assert callable(mutate)
+    mutate(values)
+    path = tmp_path / "Pulumi.test.yaml"
+    path.write_text(yaml.safe_dump({"config": {f"colo:{k}": v for k, v in values.items()}}))
+    return path
+
+
+def test_an_infeasible_plan_exits_one_and_names_the_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def overcommit(values: dict) -> None:  # type: ignore[type-arg]
+        values["pairs"][0]["llm"]["gpuMemoryUtilization"] = 0.95
+
+    assert main(["plan", "--config", str(_stack_file(tmp_path, overcommit))]) == 1
+    out = capsys.readouterr().out
+    assert "DOES NOT FIT" in out
+    assert "colo:pairs[0].llm.gpuMemoryUtilization" in out
+
+
+def test_an_invalid_config_exits_two_without_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def typo(values: dict) -> None:  # type: ignore[type-arg]
+        values["pairs"][0]["llm"]["maxModelLenght"] = 4096
+
+    assert main(["plan", "--config", str(_stack_file(tmp_path, typo))]) == 2
+    err = capsys.readouterr().err
+    assert "colo:pairs[0].llm.maxModelLenght: unknown key" in err
+    assert "Traceback" not in err
+
+
+def test_a_model_outside_the_catalog_asks_for_its_config_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def unknown(values: dict) -> None:  # type: ignore[type-arg]
+        values["pairs"][0]["llm"]["model"] = "example/unknown-13b"
+
+    assert main(["plan", "--config", str(_stack_file(tmp_path, unknown))]) == 1
+    assert "colo:pairs[0].llm.model" in capsys.readouterr().out
+
+
+def test_estimate_prints_the_keys_tools_depend_on(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        [
+            "estimate",
+            "--model",
+            "Qwen/Qwen3-8B",
+            "--gpu",
+            "L40S",
+            "--vllm-version",
+            "0.20.2",
+            "--gpu-memory-utilization",
+            "0.9",
+            "--max-model-len",
+            "32768",
+            "--json",
+        ]
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    for key in (
+        "weights_gib",
+        "non_torch_gib",
+        "activation_peak_gib",
+        "cuda_graph_gib",
+        "kv_cache_gib",
+        "kv_tokens",
+        "max_concurrency",
+        "requested_gib",
+        "startup_ok",
+    ):
+        assert key in out
+    assert out["requested_gib"] == 39.95
+
+
+def test_estimate_with_little_free_memory_fails_the_startup_check(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        [
+            "estimate",
+            "--model",
+            "Qwen/Qwen3-8B",
+            "--gpu",
+            "L40S",
+            "--vllm-version",
+            "0.20.2",
+            "--gpu-memory-utilization",
+            "0.55",
+            "--free-memory-gib",
+            "0.9",
+        ]
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1 and out["startup_ok"] is False
+    assert "(0.55, 24.42 GiB)" in out["startup_error"]
+
+
+def test_estimate_with_fixed_kv_bytes_derives_tokens_from_them(capsys: pytest.CaptureFixture[str]) -> None:
+    main(
+        [
+            "estimate",
+            "--model",
+            "Qwen/Qwen3-8B",
+            "--gpu",
+            "H100",
+            "--vllm-version",
+            "0.20.2",
+            "--kv-cache-memory-bytes",
+            str(9 * 2**30),
+            "--max-model-len",
+            "8192",
+        ]
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert out["kv_cache_gib"] == 9.0
+    assert out["kv_tokens"] == 9 * 2**30 // (144 * 1024 * 16) * 16
+
+
+def test_estimate_refuses_an_unknown_gpu_with_the_known_ones(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["estimate", "--model", "Qwen/Qwen3-8B", "--gpu", "T4"]) == 2
+    assert "L40S" in capsys.readouterr().err

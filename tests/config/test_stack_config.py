@@ -1,0 +1,99 @@
+"""The stack config is parsed once, and every problem names the path a user writes in stack YAML."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from colo.config import parse_stack_config
+from colo.errors import ConfigError
+from colo.stackfiles import list_stacks, load_stack
+
+
+def _valid() -> dict[str, Any]:
+    return copy.deepcopy(load_stack("local").values)
+
+
+def _problems(raw: dict[str, Any]) -> dict[str, str]:
+    with pytest.raises(ConfigError) as caught:
+        parse_stack_config(raw)
+    return {problem.path: problem.message for problem in caught.value.problems}
+
+
+@pytest.mark.parametrize("stack", list_stacks())
+def test_every_shipped_stack_parses(stack: str) -> None:
+    config = parse_stack_config(load_stack(stack).values)
+    assert config.pairs
+
+
+def test_a_bad_value_names_its_stack_config_path() -> None:
+    raw = _valid()
+    raw["pairs"][0]["llm"]["maxModelLen"] = -5
+    problems = _problems(raw)
+    assert "colo:pairs[0].llm.maxModelLen" in problems
+    assert "greater than or equal to 16" in problems["colo:pairs[0].llm.maxModelLen"]
+
+
+def test_a_misspelled_key_is_an_error_not_silently_ignored() -> None:
+    raw = _valid()
+    raw["pairs"][0]["llm"]["maxModelLength"] = 4096
+    assert "unknown key" in _problems(raw)["colo:pairs[0].llm.maxModelLength"]
+
+
+def test_all_problems_are_reported_in_one_run() -> None:
+    raw = _valid()
+    raw["pairs"][0]["name"] = "Chat_1"
+    raw["cluster"]["kubernetesVersion"] = "v1.34"
+    raw["pairs"][0]["embedding"]["kvCacheDtype"] = "int8"
+    problems = _problems(raw)
+    assert {
+        "colo:pairs[0].name",
+        "colo:cluster.kubernetesVersion",
+        "colo:pairs[0].embedding.kvCacheDtype",
+    } <= set(problems)
+
+
+def test_unpinned_image_is_rejected_with_the_fix() -> None:
+    raw = _valid()
+    raw["pairs"][0]["llm"]["vllm"] = {"version": "0.19.1", "image": "vllm/vllm-openai:latest"}
+    assert "pinned" in _problems(raw)["colo:pairs[0].llm.vllm.image"]
+
+
+def test_flags_colo_derives_cannot_be_smuggled_through_extra_args() -> None:
+    raw = _valid()
+    raw["pairs"][0]["llm"]["extraArgs"] = ["--gpu-memory-utilization=0.95"]
+    message = _problems(raw)["colo:pairs[0].llm.extraArgs"]
+    assert "gpuMemoryUtilization" in message
+
+
+def test_managed_node_pool_without_subnets_is_rejected() -> None:
+    raw = _valid()
+    raw["nodePool"] = {"mode": "managed", "gpu": "L40S", "instanceType": "g6e.xlarge"}
+    assert "subnetIds" in _problems(raw)["colo:nodePool"]
+
+
+def test_duplicate_pair_names_are_rejected() -> None:
+    raw = _valid()
+    raw["pairs"].append(copy.deepcopy(raw["pairs"][0]))
+    assert "used twice" in _problems(raw)["colo:pairs"]
+
+
+def test_unknown_top_level_key_is_named() -> None:
+    raw = _valid()
+    raw["pair"] = []
+    assert "colo:pair" in _problems(raw)
+
+
+def test_missing_pairs_is_required() -> None:
+    raw = _valid()
+    del raw["pairs"]
+    assert "required" in _problems(raw)["colo:pairs"]
+
+
+def test_enforce_eager_with_capture_sizes_is_contradictory() -> None:
+    raw = _valid()
+    raw["pairs"][0]["llm"]["enforceEager"] = True
+    raw["pairs"][0]["llm"]["cudagraphCaptureSizes"] = [1, 2]
+    assert "enforceEager" in _problems(raw)["colo:pairs[0].llm"]

@@ -1,0 +1,39 @@
+"""Build one process spec the way `colo estimate` does, for rule-level tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from colo.catalog import gpu
+from colo.catalog.models import catalog_architecture
+from colo.catalog.vllm_rules import rules_for
+from colo.plan.budget import ProcessBudget, ProcessSpec, size_process
+from colo.plan.engine_limits import resolve_limits
+
+
+def process(
+    model: str,
+    gpu_name: str,
+    version: str,
+    *,
+    max_model_len: int | None = None,
+    max_num_seqs: int | None = None,
+    max_num_batched_tokens: int | None = None,
+    **fields: Any,
+) -> ProcessSpec:
+    arch = catalog_architecture(model)
+    gpu_spec = gpu(gpu_name)
+    rules = rules_for(version)
+    limits = resolve_limits(
+        arch,
+        gpu_spec,
+        rules,
+        max_model_len=max_model_len,
+        max_num_seqs=max_num_seqs,
+        max_num_batched_tokens=max_num_batched_tokens,
+    )
+    return ProcessSpec(arch=arch, gpu=gpu_spec, rules=rules, vllm_version=version, limits=limits, **fields)
+
+
+def sized(model: str, gpu_name: str, version: str, **kwargs: Any) -> ProcessBudget:
+    return size_process(process(model, gpu_name, version, **kwargs))

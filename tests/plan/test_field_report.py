@@ -1,0 +1,108 @@
+"""The field report's memory failures, replayed through colo's planner (shared/spec/field-report.md)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from colo.catalog import GIB
+from colo.catalog.models import catalog_architecture
+from colo.config import StackConfig, parse_stack_config
+from colo.plan.stack import make_plan
+from colo.plan.weights import estimate_weights
+from tests.plan.conftest import field_report_raw
+
+# nvidia-smi after all pods ran, per GPU (field report, "Final measured state").
+MEASURED_USED_MIB = {"qwen27b": 44_600, "qwen35b-moe": 44_322, "gemma31b": 44_398}
+
+
+def test_embedding_008_plus_llm_092_fails_the_llms_startup_check_in_vllms_words() -> None:
+    plan = make_plan(parse_stack_config(field_report_raw(llm_util=0.92)))
+    assert not plan.feasible
+    llm_problems = [p for p in plan.problems if p.path == "colo:pairs[0].llm.gpuMemoryUtilization"]
+    assert len(llm_problems) == 1
+    message = llm_problems[0].message
+    assert "Free memory on device cuda:0" in message
+    assert "(0.92, 40.84 GiB)" in message  # ceil(44.39 GiB x 0.92), as vLLM prints it
+    assert "lower its utilization to at most" in message
+
+
+def test_embedding_008_plus_llm_087_passes_on_all_three_gpus(field_report: StackConfig) -> None:
+    plan = make_plan(field_report)
+    assert plan.feasible, plan.problems
+    for pair in plan.pairs:
+        assert all(s.memory_plan.budget.startup.ok for s in pair.servers)
+
+
+@pytest.mark.parametrize("pair_name", sorted(MEASURED_USED_MIB))
+def test_predicted_nvidia_smi_used_is_within_one_percent_of_the_report(
+    field_report: StackConfig, pair_name: str
+) -> None:
+    plan = make_plan(field_report)
+    pair = next(p for p in plan.pairs if p.name == pair_name)
+    predicted_mib = pair.gpu_plan.used_bytes / 2**20
+    assert predicted_mib == pytest.approx(MEASURED_USED_MIB[pair_name], rel=0.01)
+
+
+def test_moe_weights_follow_total_parameters_not_active_ones() -> None:
+    arch = catalog_architecture("Qwen/Qwen3.6-35B-A3B-FP8")
+    weights = estimate_weights(arch)
+    experts = weights.detail["experts"]
+    assert arch.moe is not None and arch.moe.num_experts == 256
+    # All 256 experts are resident: the experts alone are ~30 GiB in FP8, far above 3B "active" parameters.
+    assert experts > 29 * GIB
+    assert weights.bytes > 33 * GIB
+    assert weights.parameters > 34e9
+
+
+def test_moe_pair_kv_cache_is_tight_on_an_l40s(field_report: StackConfig) -> None:
+    plan = make_plan(field_report)
+    moe = next(p for p in plan.pairs if p.name == "qwen35b-moe").llm.memory_plan.budget
+    assert moe.capacity is not None
+    assert 1.5 * GIB < moe.kv_bytes < 3.5 * GIB  # the report: ~2.3 GB of KV cache
+    assert 40_000 < moe.capacity.tokens < 70_000  # the report: ~53K tokens
+
+
+def test_moe_graph_phase_does_not_fit_at_087_when_graphs_are_outside_the_budget() -> None:
+    raw = field_report_raw(moe_eager=False)
+    for pair in raw["pairs"]:
+        for role in ("embedding", "llm"):
+            pair[role]["vllm"] = {"version": "0.19.1"}  # graphs captured outside util before 0.20
+    plan = make_plan(parse_stack_config(raw))
+    moe = next(p for p in plan.pairs if p.name == "qwen35b-moe").llm.memory_plan
+    assert moe.graph_decision != "captured (default sizes)"
+    assert any("do not fit" in note for note in moe.notes)
+
+
+def test_when_nothing_but_eager_fits_the_plan_says_so_with_the_decode_cost() -> None:
+    raw = field_report_raw(moe_eager=False, llm_util=0.87)
+    moe_pair = next(p for p in raw["pairs"] if "moe" in p["name"])
+    moe_pair["llm"]["vllm"] = {"version": "0.19.1"}
+    moe_pair["embedding"]["vllm"] = {"version": "0.19.1"}
+    moe_pair["embedding"]["gpuMemoryUtilization"] = (
+        0.09  # one point more for the embedding: no room for graphs
+    )
+    plan = make_plan(parse_stack_config(raw))
+    moe = next(p for p in plan.pairs if p.name == "qwen35b-moe").llm.memory_plan
+    assert moe.graph_decision == "eager (fallback)"
+    assert any("55 -> 88 ms" in note for note in moe.notes)
+
+
+def test_reduced_capture_sizes_reach_vllm_as_one_valid_json_argument() -> None:
+    raw = field_report_raw()
+    raw["pairs"][0]["llm"]["cudagraphCaptureSizes"] = [1, 2, 4, 8]
+    plan = make_plan(parse_stack_config(raw))
+    args = list(plan.pairs[0].llm.args)
+    value = args[args.index("--compilation-config") + 1]
+    assert json.loads(value) == {"cudagraph_capture_sizes": [1, 2, 4, 8]}
+
+
+def test_derived_utilizations_leave_the_stated_margin_on_every_gpu() -> None:
+    plan = make_plan(parse_stack_config(field_report_raw(embedding_util=None, llm_util=None)))
+    assert plan.feasible, plan.problems
+    for pair in plan.pairs:
+        assert pair.gpu_plan.free_bytes >= pair.gpu_plan.safety_margin_bytes
+        # Not the report's blanket 0.95: the LLM takes what contexts, graphs and the margin leave.
+        assert pair.gpu_plan.free_bytes < pair.gpu_plan.safety_margin_bytes + 64 * 2**20
+        assert sum(s.memory_plan.utilization for s in pair.servers) != pytest.approx(0.95, abs=0.005)
