@@ -18,6 +18,7 @@ ENGINE_INIT_S = 45  # process start, tokenizer, engine core, memory profiling (p
 COMPILE_S = 90  # torch.compile of a cold cache (public logs: Dynamo 15 s + compile 30-75 s)
 CAPTURE_S_PER_GRAPH = 0.5  # "Graph capturing finished in 20 secs" for ~50-90 graphs in public logs
 MARGIN_FACTOR = 1.5
+IMAGE_PULL_S = 600  # a cold pull of a vllm-openai image (~10 GB compressed) on a fresh node
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from colo.plan.colocate import GpuPlan, ServerPlan, ServerRequest, plan_gpu
 from colo.plan.engine_limits import resolve_limits
 from colo.plan.placement import Placement, node_count, node_limit_problems, place_pairs
 from colo.plan.platform import gpus_per_node, platform_problems, uses_native_sidecars
-from colo.plan.probes import ProbeBudget, startup_budget
+from colo.plan.probes import IMAGE_PULL_S, ProbeBudget, startup_budget
 from colo.plan.vllm_args import PORTS, vllm_arguments
 from colo.stackfiles import REPO_ROOT
 
@@ -65,6 +65,11 @@ class PairPlan:
     def feasible(self) -> bool:
         return self.gpu_plan.feasible
 
+    @property
+    def rollout_seconds(self) -> int:
+        """Worst case from pod creation to every server healthy: image pull, then each startup budget."""
+        return IMAGE_PULL_S + sum(server.probe.startup_seconds for server in self.servers)
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -79,6 +84,11 @@ class Plan:
     @property
     def feasible(self) -> bool:
         return not self.problems
+
+    @property
+    def servers_per_gpu(self) -> int:
+        """The most servers any pair puts on its GPU: how many time-slices a shared GPU must offer."""
+        return max((len(pair.servers) for pair in self.pairs), default=0)
 
 
 def _architecture(server: ServerSpec, path: str, s3_profile: S3Profile | None) -> ModelArchitecture:

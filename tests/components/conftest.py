@@ -1,8 +1,9 @@
-"""Fixtures for components: stack configs and plans, and a way to declare one component under mocks."""
+"""Fixtures for components: stack configs and plans, one component under mocks, or the whole program."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 import pulumi
@@ -11,8 +12,9 @@ from pulumi.runtime import settings
 
 from colo.cli.common import load_config
 from colo.config import StackConfig
+from colo.mock_run import ProgramRun, run_program
 from colo.plan.stack import Plan, make_plan
-from colo.stackfiles import load_stack
+from colo.stackfiles import StackFile, list_stacks, load_stack
 from tests.harness import RecordingMocks
 
 
@@ -71,3 +73,28 @@ def declare_under_mocks(
 
     _run()
     return mocks, outputs
+
+
+@cache
+def _run(stack: str, preview: bool) -> ProgramRun:
+    return run_program(stack, preview=preview, mocks=AwsMocks())
+
+
+@pytest.fixture(params=list_stacks())
+def stack_name(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
+    return name
+
+
+@pytest.fixture
+def checked_in_run() -> Callable[[str, bool], ProgramRun]:
+    """Whole-program runs of the checked-in stacks, each stack once per worker and mode."""
+    return _run
+
+
+@pytest.fixture
+def run_variant() -> Callable[[StackFile], ProgramRun]:
+    def run(stack_file: StackFile) -> ProgramRun:
+        return run_program(stack_file, mocks=AwsMocks())
+
+    return run

@@ -1,0 +1,75 @@
+"""How long one whole-program evaluation takes under the mock runtime, as `colo render` and the tests run it.
+
+Each run is a fresh process (imports included), so the numbers are what a user or CI waits for. They are
+shown next to a bare `python -c "import pulumi"`, the floor any Pulumi program pays. Stacks: prod, and the
+prod stack's pairs repeated to 25 and 100 pairs, to show the cost per pair.
+
+    python bench/speed.py [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+PROGRAM = (
+    "import sys; from colo.mock_run import run_program; from colo.stackfiles import load_stack_file; "
+    "run_program(load_stack_file(__import__('pathlib').Path(sys.argv[1])))"
+)
+
+
+def seconds(command: list[str], runs: int) -> float:
+    samples = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run(command, cwd=REPO, check=True, capture_output=True)
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples)
+
+
+def stack_with_pairs(count: int, directory: Path) -> Path:
+    """The prod stack with its pairs repeated (and renamed) to `count`; enough nodes for all of them."""
+    source = yaml.safe_load((REPO / "stacks" / "Pulumi.prod.yaml").read_text())
+    config = source["config"]
+    pairs = config["colo:pairs"]
+    config["colo:pairs"] = [
+        {**copy.deepcopy(pairs[i % len(pairs)]), "name": f"pair-{i:03d}"} for i in range(count)
+    ]
+    config["colo:nodePool"]["spareGpus"] = 0
+    path = directory / f"Pulumi.pairs{count}.yaml"
+    path.write_text(yaml.safe_dump(source))
+    return path
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    python = sys.executable
+    floor = seconds([python, "-c", "import pulumi"], args.runs)
+    rows = [("python -c 'import pulumi'", 0, floor)]
+    with tempfile.TemporaryDirectory() as tmp:
+        stacks = [("prod", 3, REPO / "stacks" / "Pulumi.prod.yaml")]
+        stacks += [(f"prod x {n}", n, stack_with_pairs(n, Path(tmp))) for n in (25, 100)]
+        for label, pairs, path in stacks:
+            rows.append((label, pairs, seconds([python, "-c", PROGRAM, str(path)], args.runs)))
+    print(f"median of {args.runs} runs, fresh process each\n")
+    print(f"{'stack':<28} {'pairs':>5} {'seconds':>8} {'x import pulumi':>16}")
+    for label, pairs, value in rows:
+        print(f"{label:<28} {pairs:>5} {value:>8.2f} {value / floor:>16.1f}")
+    (_, p1, t1), (_, p2, t2) = rows[2], rows[3]
+    print(f"\nper pair between {p1} and {p2} pairs: {(t2 - t1) / (p2 - p1) * 1000:.0f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,30 @@
+"""`colo render`: run the real program under Pulumi's mock runtime and write what it would deploy."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from colo.cli.common import add_stack_arguments, read_stack_file
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_stack_arguments(parser)
+    parser.add_argument("--out", type=Path, required=True, help="directory for the YAML files and summary")
+    parser.add_argument(
+        "--preview", action="store_true", help="run as `pulumi preview` would (the default is as `pulumi up`)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    # Imported here so that `colo plan` never loads Pulumi.
+    from colo.mock_run import run_program
+    from colo.render import write_render
+
+    stack_file = read_stack_file(args)
+    # ConfigError / InfeasiblePlanError raised by the program surface here, before anything is written,
+    # and colo.cli.main turns them into exit codes 2 and 1.
+    program_run = run_program(stack_file, preview=args.preview)
+    written = write_render(program_run, stack_file.stack, args.out)
+    print(f"wrote {len(written) - 2} Kubernetes objects and summary.md/summary.json to {args.out}")
+    return 0

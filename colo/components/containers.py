@@ -1,0 +1,147 @@
+"""Container and pod pieces every vLLM server shares: security, volumes, probes, environment.
+
+The official vllm/vllm-openai image declares no USER and runs as root. Nothing in vLLM needs root: it
+needs a writable HOME and cache (an emptyDir here) and read access to the image's Python tree, so colo
+runs it as an unprivileged UID with a read-only root filesystem. That meets the `restricted` Pod Security
+level. An image that insists on root would need `runAsNonRoot: false` and a `baseline` namespace.
+"""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from colo.components.pod_scripts import SCRIPTS_DIR
+from colo.plan.stack import MODEL_ROOT, Server
+
+RUN_AS = 10001  # no meaning inside the image; above 10000 so it maps to no host account
+CACHE_DIR = "/cache"  # HOME, Hugging Face, vLLM, torch.compile and Triton caches all land here
+HEALTH_PATH = "/health"
+# Tensor parallelism is 1 in every pair, so /dev/shm only carries small IPC buffers between vLLM's
+# processes; memory-backed, it counts against the container's memory limit.
+SHM_SIZE = "1Gi"
+# The UUID init container only runs nvidia-smi.
+HELPER_CPU, HELPER_MEMORY = "100m", "128Mi"
+
+SHM_VOLUME, CACHE_VOLUME, TMP_VOLUME, MODELS_VOLUME, SCRIPTS_VOLUME = (
+    "dshm",
+    "cache",
+    "tmp",
+    "models",
+    "scripts",
+)
+
+
+def pod_security_context() -> k8s.core.v1.PodSecurityContextArgs:
+    return k8s.core.v1.PodSecurityContextArgs(
+        run_as_non_root=True,
+        run_as_user=RUN_AS,
+        run_as_group=RUN_AS,
+        fs_group=RUN_AS,
+        seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
+    )
+
+
+def container_security_context() -> k8s.core.v1.SecurityContextArgs:
+    return k8s.core.v1.SecurityContextArgs(
+        allow_privilege_escalation=False,
+        capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"]),
+        read_only_root_filesystem=True,
+        run_as_non_root=True,
+        seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
+    )
+
+
+def shared_volumes(
+    model_claim: pulumi.Input[str], scripts_config_map: pulumi.Input[str] | None
+) -> list[k8s.core.v1.VolumeArgs]:
+    volumes = [
+        k8s.core.v1.VolumeArgs(
+            name=SHM_VOLUME,
+            empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(medium="Memory", size_limit=SHM_SIZE),
+        ),
+        k8s.core.v1.VolumeArgs(name=CACHE_VOLUME, empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs()),
+        k8s.core.v1.VolumeArgs(name=TMP_VOLUME, empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs()),
+        k8s.core.v1.VolumeArgs(
+            name=MODELS_VOLUME,
+            persistent_volume_claim=k8s.core.v1.PersistentVolumeClaimVolumeSourceArgs(
+                claim_name=model_claim, read_only=True
+            ),
+        ),
+    ]
+    if scripts_config_map is not None:
+        volumes.append(
+            k8s.core.v1.VolumeArgs(
+                name=SCRIPTS_VOLUME, config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(name=scripts_config_map)
+            )
+        )
+    return volumes
+
+
+def server_mounts(uses_scripts: bool) -> list[k8s.core.v1.VolumeMountArgs]:
+    mounts = [
+        k8s.core.v1.VolumeMountArgs(name=SHM_VOLUME, mount_path="/dev/shm"),
+        k8s.core.v1.VolumeMountArgs(name=CACHE_VOLUME, mount_path=CACHE_DIR),
+        k8s.core.v1.VolumeMountArgs(name=TMP_VOLUME, mount_path="/tmp"),
+        k8s.core.v1.VolumeMountArgs(name=MODELS_VOLUME, mount_path=MODEL_ROOT, read_only=True),
+    ]
+    if uses_scripts:
+        mounts.append(
+            k8s.core.v1.VolumeMountArgs(name=SCRIPTS_VOLUME, mount_path=SCRIPTS_DIR, read_only=True)
+        )
+    return mounts
+
+
+def server_env(hf_secret: pulumi.Input[str] | None, hf_secret_key: str) -> list[k8s.core.v1.EnvVarArgs]:
+    env = [
+        k8s.core.v1.EnvVarArgs(name="HOME", value=CACHE_DIR),
+        k8s.core.v1.EnvVarArgs(name="XDG_CACHE_HOME", value=CACHE_DIR),
+        k8s.core.v1.EnvVarArgs(name="HF_HOME", value=f"{CACHE_DIR}/huggingface"),
+        k8s.core.v1.EnvVarArgs(name="VLLM_NO_USAGE_STATS", value="1"),
+        k8s.core.v1.EnvVarArgs(name="DO_NOT_TRACK", value="1"),
+    ]
+    if hf_secret is not None:
+        env.append(
+            k8s.core.v1.EnvVarArgs(
+                name="HF_TOKEN",
+                value_from=k8s.core.v1.EnvVarSourceArgs(
+                    secret_key_ref=k8s.core.v1.SecretKeySelectorArgs(name=hf_secret, key=hf_secret_key)
+                ),
+            )
+        )
+    return env
+
+
+def _health(server: Server) -> k8s.core.v1.HTTPGetActionArgs:
+    return k8s.core.v1.HTTPGetActionArgs(path=HEALTH_PATH, port=server.port)
+
+
+def startup_probe(server: Server) -> k8s.core.v1.ProbeArgs:
+    """The only probe that waits for a cold start; its budget comes from the plan."""
+    return k8s.core.v1.ProbeArgs(
+        http_get=_health(server),
+        period_seconds=server.probe.period_seconds,
+        failure_threshold=server.probe.failure_threshold,
+    )
+
+
+def running_probe(server: Server) -> k8s.core.v1.ProbeArgs:
+    """Readiness and liveness: they start after the startup probe passed, so no initial delay."""
+    return k8s.core.v1.ProbeArgs(http_get=_health(server), period_seconds=server.probe.period_seconds)
+
+
+def health_url(server: Server) -> str:
+    return f"http://127.0.0.1:{server.port}{HEALTH_PATH}"
+
+
+def helper_resources(gpu_limits: dict[str, str]) -> k8s.core.v1.ResourceRequirementsArgs:
+    return k8s.core.v1.ResourceRequirementsArgs(
+        requests={"cpu": HELPER_CPU, "memory": HELPER_MEMORY, **gpu_limits},
+        limits={"memory": HELPER_MEMORY, **gpu_limits},
+    )
+
+
+def tolerations(specs: list[dict[str, str]]) -> list[k8s.core.v1.TolerationArgs]:
+    return [
+        k8s.core.v1.TolerationArgs(key=t["key"], operator=t["operator"], effect=t["effect"]) for t in specs
+    ]

@@ -1,0 +1,160 @@
+"""Run the real Pulumi program (__main__.py) under the SDK's mock runtime and record what it declares.
+
+The Pulumi CLI is not needed: the stack file is merged with Pulumi.yaml the way the CLI does it
+(colo.stackfiles), handed to the SDK with set_all_config, and every resource registration is recorded.
+"""
+
+from __future__ import annotations
+
+import runpy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from pulumi.runtime import settings
+from pulumi.runtime.mocks import MockMonitor
+
+from colo.stackfiles import REPO_ROOT, StackFile, load_stack
+
+SECRET_PLACEHOLDER = "mock-secret-value"
+
+
+@dataclass
+class Recorded:
+    type: str
+    name: str
+    inputs: dict[str, Any]
+    provider: str | None
+    custom: bool
+
+
+@dataclass(frozen=True)
+class RecordedOptions:
+    """Resource options the engine would act on; the mock runtime only passes them along."""
+
+    parent: str
+    delete_before_replace: bool
+    custom_timeouts: dict[str, str]
+    depends_on: tuple[str, ...]
+
+
+InvokeHandler = Callable[[str, dict[str, Any]], dict[str, Any]]
+
+
+def default_invokes(token: str, args: dict[str, Any]) -> dict[str, Any]:
+    if token == "aws:ec2/getInstanceType:getInstanceType":
+        from colo.catalog import gpu, instance_type
+
+        known = instance_type(str(args["instanceType"]))
+        if known is None:
+            raise KeyError(f"instance type {args['instanceType']} not mocked")
+        spec = gpu(known.gpu)
+        mib = spec.ec2_memory_mib or 0
+        return {
+            "instanceType": known.name,
+            "defaultVcpus": known.vcpus,
+            "memorySize": known.memory_mib,
+            "gpuses": [{"count": known.gpus, "manufacturer": "NVIDIA", "name": known.gpu, "memorySize": mib}],
+            "totalGpuMemory": mib * known.gpus,
+        }
+    if token == "aws:eks/getCluster:getCluster":
+        return {
+            "name": args["name"],
+            "endpoint": "https://example.eks.amazonaws.com",
+            "version": "1.34",
+            "vpcConfig": {"subnetIds": ["subnet-a"]},
+            "certificateAuthorities": [{"data": "Zm9v"}],
+        }
+    raise KeyError(f"unmocked invoke {token}")
+
+
+class RecordingMocks(pulumi.runtime.Mocks):
+    def __init__(self, invokes: InvokeHandler = default_invokes) -> None:
+        self.resources: list[Recorded] = []
+        self.options: dict[tuple[str, str], RecordedOptions] = {}
+        self.invokes = invokes
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        self.resources.append(
+            Recorded(args.typ, args.name, dict(args.inputs), args.provider, bool(args.custom))
+        )
+        state = dict(args.inputs)
+        state.setdefault("arn", f"arn:aws:mock:::{args.name}")
+        state.setdefault("id", f"{args.name}-id")
+        return f"{args.name}-id", state
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
+        return self.invokes(args.token, dict(args.args)), []
+
+    def of_type(self, type_: str) -> list[Recorded]:
+        return [r for r in self.resources if r.type == type_]
+
+    def options_of(self, resource: Recorded) -> RecordedOptions:
+        return self.options[(resource.type, resource.name)]
+
+
+class RecordingMonitor(MockMonitor):
+    """Also keeps the resource options of every registration, which Mocks.new_resource never sees."""
+
+    def __init__(self, mocks: RecordingMocks) -> None:
+        super().__init__(mocks)
+        self.recording = mocks
+
+    def RegisterResource(self, request: Any) -> Any:  # the gRPC method's name
+        timeouts = request.customTimeouts
+        self.recording.options[(request.type, request.name)] = RecordedOptions(
+            parent=request.parent,
+            delete_before_replace=bool(request.deleteBeforeReplace),
+            custom_timeouts={
+                key: value
+                for key, value in (
+                    ("create", timeouts.create),
+                    ("update", timeouts.update),
+                    ("delete", timeouts.delete),
+                )
+                if value
+            },
+            depends_on=tuple(request.dependencies),
+        )
+        return super().RegisterResource(request)  # type: ignore[no-untyped-call]
+
+
+@dataclass
+class ProgramRun:
+    mocks: RecordingMocks
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+
+def run_program(
+    stack: str | StackFile,
+    *,
+    preview: bool = False,
+    mocks: RecordingMocks | None = None,
+    program: Path = REPO_ROOT / "__main__.py",
+) -> ProgramRun:
+    """Execute the program once; resources are in `.mocks.resources`, exported outputs in `.outputs`."""
+    stack_file = load_stack(stack) if isinstance(stack, str) else stack
+    config, secret_keys = stack_file.engine_config(SECRET_PLACEHOLDER)
+    mocks = mocks or RecordingMocks()
+    settings.ROOT.set(None)  # private API: a fresh root Stack for every run in this process
+    pulumi.runtime.set_all_config(config, secret_keys)
+    pulumi.runtime.set_mocks(
+        mocks,
+        project=stack_file.project,
+        stack=stack_file.stack,
+        preview=preview,
+        monitor=RecordingMonitor(mocks),
+    )
+    result = ProgramRun(mocks)
+
+    @pulumi.runtime.test  # type: ignore[untyped-decorator]
+    def _run() -> pulumi.Output[None]:
+        runpy.run_path(str(program), run_name="__main__")
+        root = settings.get_root_resource()
+        assert root is not None
+        return pulumi.Output.all(**root.outputs).apply(result.outputs.update)  # type: ignore[attr-defined]
+
+    _run()
+    return result

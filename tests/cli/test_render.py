@@ -1,0 +1,121 @@
+"""`colo render`: the program's Kubernetes objects as YAML a user can apply, and nothing secret in them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from colo.cli import main
+from colo.stackfiles import list_stacks
+
+KUBERNETES_VERSION = "1.34.0"
+
+
+def _kubernetes_validate() -> str:
+    return str(Path(sys.executable).with_name("kubernetes-validate"))
+
+
+def _objects(directory: Path) -> list[dict[str, object]]:
+    return [yaml.safe_load(path.read_text()) for path in sorted(directory.glob("*.yaml"))]
+
+
+@pytest.mark.parametrize("stack", list_stacks())
+def test_every_manifest_validates_strictly_against_kubernetes_1_34(
+    rendered: dict[str, Path], stack: str
+) -> None:
+    files = sorted(str(p) for p in rendered[stack].glob("*.yaml"))
+    assert files
+    result = subprocess.run(
+        [_kubernetes_validate(), "--strict", "--quiet", "-k", KUBERNETES_VERSION, *files],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("stack", list_stacks())
+def test_files_are_ordered_for_kubectl_apply_and_named_after_their_object(
+    rendered: dict[str, Path], stack: str
+) -> None:
+    names = sorted(p.name for p in rendered[stack].glob("*.yaml"))
+    kinds = [yaml.safe_load((rendered[stack] / n).read_text())["kind"] for n in names]
+    assert kinds[0] == "Namespace"
+    assert kinds.index("Deployment") > max(
+        i for i, k in enumerate(kinds) if k in ("ConfigMap", "PersistentVolumeClaim")
+    )
+    for name in names:
+        body = yaml.safe_load((rendered[stack] / name).read_text())
+        assert body["metadata"]["name"] in name
+        assert body["kind"].lower() in name
+
+
+def test_numbers_come_out_as_integers(rendered: dict[str, Path]) -> None:
+    deployment = yaml.safe_load(next(rendered["prod"].glob("*-deployment-qwen27b.yaml")).read_text())
+    assert deployment["spec"]["replicas"] == 1
+    assert isinstance(deployment["spec"]["replicas"], int)
+    llm = next(c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "llm")
+    assert isinstance(llm["ports"][0]["containerPort"], int)
+    assert isinstance(llm["startupProbe"]["failureThreshold"], int)
+
+
+def test_rendering_twice_gives_identical_files(rendered: dict[str, Path], tmp_path: Path) -> None:
+    assert main(["render", "--stack", "dev", "--out", str(tmp_path)]) == 0
+    first = {p.name: p.read_text() for p in rendered["dev"].iterdir()}
+    second = {p.name: p.read_text() for p in tmp_path.iterdir()}
+    assert first == second
+
+
+def test_summary_lists_the_objects_and_the_other_resources(rendered: dict[str, Path]) -> None:
+    summary = json.loads((rendered["prod"] / "summary.json").read_text())
+    assert summary["stack"] == "prod"
+    assert sorted(summary["kubernetes_objects"]) == sorted(p.name for p in rendered["prod"].glob("*.yaml"))
+    assert isinstance(summary["other_resources"], list)
+    assert "# colo render: stack prod" in (rendered["prod"] / "summary.md").read_text()
+
+
+def test_the_hf_token_never_reaches_the_files(tmp_path: Path) -> None:
+    stack = tmp_path / "Pulumi.withtoken.yaml"
+    source = yaml.safe_load(Path("stacks/Pulumi.local.yaml").read_text())
+    source["config"]["colo:hfToken"] = {"secure": "v1:ciphertext"}
+    stack.write_text(yaml.safe_dump(source))
+    out = tmp_path / "out"
+    assert main(["render", "--config", str(stack), "--out", str(out)]) == 0
+    secret_files = list(out.glob("*-secret-hf-token.yaml"))
+    assert len(secret_files) == 1
+    text = secret_files[0].read_text()
+    assert text.startswith("# ")
+    assert yaml.safe_load(text)["stringData"] == {"token": "REPLACE-ME"}
+    everything = "".join(p.read_text() for p in out.iterdir())
+    # The mock runtime stands in a placeholder for the undecryptable secret; it must not be copied out.
+    assert "mock-secret-value" not in everything
+    assert "ciphertext" not in everything
+
+
+def test_invalid_config_exits_2_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stack = tmp_path / "Pulumi.bad.yaml"
+    stack.write_text(yaml.safe_dump({"config": {"colo:cluster": {"gpuPairing": "magic"}, "colo:pairs": []}}))
+    out = tmp_path / "out"
+    assert main(["render", "--config", str(stack), "--out", str(out)]) == 2
+    assert "colo:cluster.gpuPairing" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_infeasible_plan_exits_1_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = yaml.safe_load(Path("stacks/Pulumi.prod.yaml").read_text())
+    source["config"]["colo:cluster"]["nodeImage"] = "bottlerocket-nvidia"
+    stack = tmp_path / "Pulumi.rocket.yaml"
+    stack.write_text(yaml.safe_dump(source))
+    out = tmp_path / "out"
+    assert main(["render", "--config", str(stack), "--out", str(out)]) == 1
+    assert "colo:cluster.gpuPairing" in capsys.readouterr().err
+    assert not out.exists()
