@@ -13,6 +13,7 @@ from colo.catalog.vllm_rules import rules_for, supported_range
 from colo.errors import ConfigError, Problem
 from colo.plan.budget import ProcessSpec, size_process
 from colo.plan.engine_limits import resolve_limits
+from colo.plan.report import budget_view
 
 LATEST = supported_range()[1]
 
@@ -91,34 +92,6 @@ def run(args: argparse.Namespace) -> int:
     free = None if args.free_memory_gib is None else round(args.free_memory_gib * GIB)
     budget = size_process(spec, free_before_bytes=free)
 
-    def gib(value: int) -> float:
-        return round(value / GIB, 2)
-
-    out = {
-        "model": arch.model_id,
-        "gpu": gpu_spec.name,
-        "vllm_version": args.vllm_version,
-        "rules": rules.label,
-        "gpu_memory_utilization": spec.utilization,
-        "requested_gib": gib(budget.requested_bytes),
-        "startup_free_gib": gib(budget.startup.free_bytes),
-        "startup_ok": budget.startup.ok,
-        "startup_error": budget.startup.message or None,
-        "weights_gib": gib(budget.weights_bytes),
-        "activation_peak_gib": gib(budget.activation_bytes),
-        "non_torch_gib": gib(budget.non_torch_bytes),
-        "cuda_graph_gib": gib(budget.graphs.bytes),
-        "cuda_graphs": budget.graphs.count,
-        "cuda_graph_in_budget": budget.graph_estimate_in_budget,
-        "kv_cache_gib": gib(budget.kv_bytes),
-        "kv_tokens": budget.capacity.tokens if budget.capacity else 0,
-        "max_concurrency": round(budget.capacity.max_concurrency, 2) if budget.capacity else 0.0,
-        "num_gpu_blocks": budget.capacity.num_blocks if budget.capacity else 0,
-        "max_model_len": limits.max_model_len,
-        "max_num_seqs": limits.max_num_seqs,
-        "max_num_batched_tokens": limits.max_num_batched_tokens,
-        "footprint_gib": gib(budget.footprint_bytes),
-        "errors": list(budget.errors),
-    }
+    out = {"model": arch.model_id, "gpu": gpu_spec.name, "rules": rules.label, **budget_view(budget)}
     print(json.dumps(out, indent=2))
     return 0 if budget.ok else 1

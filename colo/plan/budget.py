@@ -217,28 +217,36 @@ def size_process(spec: ProcessSpec, *, free_before_bytes: int | None = None) -> 
     in_budget = spec.graph_estimate_subtracted
     post = int(consts["post_profile_mib"]) * MIB
 
-    geometry = geometry_for(spec)
-    errors: list[str] = []
-    if geometry is None:
-        return ProcessBudget(
-            spec,
-            context,
-            requested,
-            weights,
-            activation,
-            non_torch,
-            graphs,
-            False,
-            0,
-            None,
-            StartupCheck(free_seen, requested, startup_ok, message),
-            post,
-        )
-
     if spec.kv_cache_memory_bytes is not None:
         kv = spec.kv_cache_memory_bytes
     else:
         kv = requested - weights - activation - non_torch - (graphs.bytes if in_budget else 0)
+    capacity, errors = _kv_pool(spec, kv)
+    return ProcessBudget(
+        spec,
+        context,
+        requested,
+        weights,
+        activation,
+        non_torch,
+        graphs,
+        in_budget and capacity is not None,
+        kv if capacity is not None else 0,
+        capacity,
+        StartupCheck(free_seen, requested, startup_ok, message),
+        post,
+        tuple(errors),
+    )
+
+
+def _kv_pool(spec: ProcessSpec, kv: int) -> tuple[KvCapacity | None, list[str]]:
+    """Blocks and reported figures for a KV pool of `kv` bytes, and vLLM's errors when it cannot serve.
+
+    Models without KV-cache layers skip this step in vLLM (`_initialize_kv_caches`): no pool, no errors.
+    """
+    geometry = geometry_for(spec)
+    if geometry is None:
+        return None, []
     limits = spec.limits
     capacity = kv_capacity(
         geometry,
@@ -250,38 +258,23 @@ def size_process(spec: ProcessSpec, *, free_before_bytes: int | None = None) -> 
         sliding_inflight_batches=spec.rules.sliding_inflight_batches,
     )
     if kv <= 0:
-        errors.append(
+        return capacity, [
             "ValueError: No available memory for the cache blocks. Try increasing "
             "`gpu_memory_utilization` when initializing the engine."
-        )
-    else:
-        needed = kv_bytes_for_requests(
-            geometry,
-            1,
-            max_model_len=limits.max_model_len,
-            max_num_batched_tokens=limits.max_num_batched_tokens,
-            num_speculative_tokens=spec.num_speculative_tokens,
-            null_block_reserved=spec.rules.null_block_reserved,
-            sliding_inflight_batches=spec.rules.sliding_inflight_batches,
-        )
-        if needed > kv:
-            errors.append(
-                f"ValueError: To serve at least one request with the model's max seq len "
-                f"({limits.max_model_len}), ({_gib(needed)} GiB KV cache is needed, which is larger than the "
-                f"available KV cache memory ({_gib(kv)} GiB)."
-            )
-    return ProcessBudget(
-        spec,
-        context,
-        requested,
-        weights,
-        activation,
-        non_torch,
-        graphs,
-        in_budget,
-        kv,
-        capacity,
-        StartupCheck(free_seen, requested, startup_ok, message),
-        post,
-        tuple(errors),
+        ]
+    needed = kv_bytes_for_requests(
+        geometry,
+        1,
+        max_model_len=limits.max_model_len,
+        max_num_batched_tokens=limits.max_num_batched_tokens,
+        num_speculative_tokens=spec.num_speculative_tokens,
+        null_block_reserved=spec.rules.null_block_reserved,
+        sliding_inflight_batches=spec.rules.sliding_inflight_batches,
     )
+    if needed > kv:
+        return capacity, [
+            f"ValueError: To serve at least one request with the model's max seq len "
+            f"({limits.max_model_len}), ({_gib(needed)} GiB KV cache is needed, which is larger than the "
+            f"available KV cache memory ({_gib(kv)} GiB)."
+        ]
+    return capacity, []

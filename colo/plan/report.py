@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from colo.catalog import GIB, MIB
+from colo.plan.budget import ProcessBudget
 from colo.plan.colocate import ServerPlan
 from colo.plan.stack import PairPlan, Plan, Server
 
@@ -13,11 +14,18 @@ def _gib(value: int) -> float:
     return round(value / GIB, 2)
 
 
-def memory_view(plan: ServerPlan) -> dict[str, Any]:
-    b = plan.budget
+def budget_view(b: ProcessBudget) -> dict[str, Any]:
+    """One process's figures, named as vLLM's log lines name them; shared by `colo plan` and `colo estimate`."""
     spec = b.spec
-    view: dict[str, Any] = {
+    return {
         "vllm_version": spec.vllm_version,
+        "gpu_memory_utilization": spec.utilization,
+        "kv_cache_memory_bytes": spec.kv_cache_memory_bytes,
+        "requested_gib": _gib(b.requested_bytes),
+        "context_gib": _gib(b.context_bytes),
+        "startup_free_gib": _gib(b.startup.free_bytes),
+        "startup_ok": b.startup.ok,
+        "startup_error": b.startup.message or None,
         "weights_gib": _gib(b.weights_bytes),
         "activation_peak_gib": _gib(b.activation_bytes),
         "non_torch_gib": _gib(b.non_torch_bytes),
@@ -27,22 +35,22 @@ def memory_view(plan: ServerPlan) -> dict[str, Any]:
         "kv_cache_gib": _gib(b.kv_bytes),
         "kv_tokens": b.capacity.tokens if b.capacity else 0,
         "max_concurrency": round(b.capacity.max_concurrency, 2) if b.capacity else 0.0,
-        "gpu_memory_utilization": spec.utilization,
-        "utilization_derived": plan.utilization_derived,
-        "kv_cache_memory_bytes": spec.kv_cache_memory_bytes,
-        "requested_gib": _gib(b.requested_bytes),
-        "context_gib": _gib(b.context_bytes),
-        "footprint_mib": round(b.footprint_bytes / MIB),
-        "startup_free_gib": _gib(b.startup.free_bytes),
-        "startup_ok": b.startup.ok,
+        "num_gpu_blocks": b.capacity.num_blocks if b.capacity else 0,
         "max_model_len": spec.limits.max_model_len,
         "max_num_seqs": spec.limits.max_num_seqs,
         "max_num_batched_tokens": spec.limits.max_num_batched_tokens,
-        "graph_decision": plan.graph_decision,
-        "notes": list(plan.notes),
+        "footprint_mib": round(b.footprint_bytes / MIB),
         "errors": list(b.errors),
     }
-    return view
+
+
+def memory_view(plan: ServerPlan) -> dict[str, Any]:
+    return {
+        **budget_view(plan.budget),
+        "utilization_derived": plan.utilization_derived,
+        "graph_decision": plan.graph_decision,
+        "notes": list(plan.notes),
+    }
 
 
 def server_view(server: Server) -> dict[str, Any]:

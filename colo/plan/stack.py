@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from math import ceil
 from pathlib import Path
 
 from colo.catalog import GpuSpec, gpu
@@ -20,6 +19,7 @@ from colo.errors import Problem
 from colo.plan.budget import ProcessSpec
 from colo.plan.colocate import GpuPlan, ServerPlan, ServerRequest, plan_gpu
 from colo.plan.engine_limits import resolve_limits
+from colo.plan.placement import Placement, node_count, node_limit_problems, place_pairs
 from colo.plan.platform import gpus_per_node, platform_problems, uses_native_sidecars
 from colo.plan.probes import ProbeBudget, startup_budget
 from colo.plan.vllm_args import PORTS, vllm_arguments
@@ -27,6 +27,11 @@ from colo.stackfiles import REPO_ROOT
 
 S3Profile = Callable[[str, str], ModelArchitecture]
 MODEL_ROOT = "/models"  # where the model volume is mounted in every container
+
+
+def weights_dir(pair: str, role: str) -> str:
+    """Where a server's weights copied from weightsUri live on the model volume."""
+    return f"{MODEL_ROOT}/{pair}/{role}"
 
 
 @dataclass(frozen=True)
@@ -43,12 +48,6 @@ class Server:
     memory: str
     weights_uri: str | None
     memory_plan: ServerPlan
-
-
-@dataclass(frozen=True)
-class Placement:
-    node: int
-    gpu: int
 
 
 @dataclass(frozen=True)
@@ -198,7 +197,7 @@ def plan_pair(
     waited = 0.0
     for (role, server), memory_plan in zip(_servers_of(pair), gpu_plan.servers, strict=True):
         budget = memory_plan.budget
-        model_path = f"{MODEL_ROOT}/{pair.name}/{role}" if server.weights_uri else server.model
+        model_path = weights_dir(pair.name, role) if server.weights_uri else server.model
         args = vllm_arguments(
             budget,
             role=role,
@@ -253,21 +252,14 @@ def make_plan(
         )
     per_node = gpus_per_node(config) or 1
     native = uses_native_sidecars(config)
-    slots = len(config.pairs) + config.node_pool.spare_gpus
-    node_count = ceil(slots / per_node)
-    if config.node_pool.max_nodes is not None and node_count > config.node_pool.max_nodes:
-        problems.append(
-            Problem(
-                "colo:nodePool.maxNodes",
-                f"{len(config.pairs)} pairs + {config.node_pool.spare_gpus} spare GPUs need "
-                f"{node_count} nodes of {per_node} GPUs; maxNodes is {config.node_pool.max_nodes}",
-            )
-        )
+    pool = config.node_pool
+    nodes = node_count(len(config.pairs), pool.spare_gpus, per_node)
+    problems += node_limit_problems(len(config.pairs), pool.spare_gpus, per_node, pool.max_nodes)
     pairs: list[PairPlan] = []
-    for index, pair in enumerate(config.pairs):
-        placement = Placement(node=index // per_node, gpu=index % per_node)
+    placements = place_pairs(len(config.pairs), per_node)
+    for index, (pair, placement) in enumerate(zip(config.pairs, placements, strict=True)):
         pair_plan, pair_problems = plan_pair(pair, index, config, gpu_spec, placement, native, s3_profile)
         problems += pair_problems
         if pair_plan is not None:
             pairs.append(pair_plan)
-    return Plan(config, gpu_spec, tuple(pairs), per_node, node_count, native, tuple(problems))
+    return Plan(config, gpu_spec, tuple(pairs), per_node, nodes, native, tuple(problems))

@@ -1,0 +1,33 @@
+"""The one place boto3 clients are made.
+
+No endpoint is ever passed, so boto3's own configuration decides it: AWS_ENDPOINT_URL (or a
+service-specific AWS_ENDPOINT_URL_<SERVICE>) points every client at a local S3 or an emulator.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+RETRIES = Config(retries={"mode": "standard", "max_attempts": 5})
+# S3 answers for every bucket from any region (boto3 follows the redirect); EC2 and EKS do not.
+S3_FALLBACK_REGION = "us-east-1"
+
+
+class RegionMissing(ValueError):
+    pass
+
+
+def client(service: str, region: str | None = None) -> Any:
+    """A boto3 client in `region`, else the environment's region (AWS_REGION, profile)."""
+    session = boto3.session.Session()
+    chosen = region or session.region_name
+    if chosen is None:
+        if service != "s3":
+            raise RegionMissing(
+                f"no AWS region for {service}: set aws:region in the stack config, or AWS_REGION"
+            )
+        chosen = S3_FALLBACK_REGION
+    return session.client(service, region_name=chosen, config=RETRIES)

@@ -1,0 +1,235 @@
+"""Copy a model from an S3 prefix into a directory, so that a server only ever sees a complete copy.
+
+    python -m colo.aws.weight_sync s3://bucket/models/qwen3-8b/ /models/<pair>/<role>
+
+- Idempotent: the published directory carries a completion marker listing every object's size and ETag
+  as verified; a re-run whose listing matches it downloads nothing.
+- Resumable: a download lands in `<file>.part` inside a staging directory beside the target; an
+  interrupted run leaves it there and the next run continues it with a Range GET pinned to the same ETag.
+- Verified: every file is checked against S3's SHA-256 checksum when the object has one, else its ETag
+  (MD5, or the multipart MD5-of-MD5s), before it counts as staged.
+- Atomic: the staging directory is renamed into place only when every file is verified and the marker is
+  written, so the target either does not exist, or is a previous complete copy, or is the new one.
+
+Exit status: 0 copied or already up to date; 1 the copy failed (nothing published); 2 bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from colo.aws.clients import client
+from colo.aws.s3_integrity import mismatch, remote_integrity
+from colo.aws.s3_uri import S3Prefix, parse_s3_prefix
+from colo.plan.weight_sync_step import COMPLETE_MARKER  # written last; servers start only when it exists
+
+STAGING_STATE = ".colo-staging.json"
+PART_SUFFIX = ".part"
+STREAM_CHUNK = 8 * 1024 * 1024
+
+Log = Callable[[str], None]
+
+
+class SyncError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    name: str  # path below the prefix
+    key: str
+    size: int
+    etag: str
+
+    @property
+    def record(self) -> dict[str, Any]:
+        return {"size": self.size, "etag": self.etag}
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    downloaded: tuple[str, ...]
+    reused: tuple[str, ...]
+    up_to_date: bool
+
+
+def staging_dir(target: Path) -> Path:
+    return target.with_name(f"{target.name}.partial")
+
+
+def list_remote(s3: Any, where: S3Prefix) -> list[RemoteFile]:
+    files: list[RemoteFile] = []
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=where.bucket, Prefix=where.prefix):
+        for obj in page.get("Contents", []):
+            name = obj["Key"][len(where.prefix) :]
+            if not name or name.endswith("/"):
+                continue  # folder placeholders some tools create
+            if ".." in Path(name).parts or name.startswith("/"):
+                raise SyncError(f"refusing key {obj['Key']}: it would land outside the target directory")
+            files.append(RemoteFile(name, obj["Key"], int(obj["Size"]), str(obj["ETag"]).strip('"')))
+    return sorted(files, key=lambda f: f.name)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        loaded = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    temporary = path.with_name(path.name + ".tmp")
+    with temporary.open("w") as handle:
+        json.dump(data, handle, indent=1, sort_keys=True)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+
+
+def _matches(directory: Path, record: dict[str, Any] | None, remote: RemoteFile) -> bool:
+    local = directory / remote.name
+    return record == remote.record and local.is_file() and local.stat().st_size == remote.size
+
+
+def _download(s3: Any, bucket: str, remote: RemoteFile, part: Path, resume: bool, log: Log) -> None:
+    offset = part.stat().st_size if resume and part.exists() else 0
+    if offset > remote.size:
+        offset = 0
+    if offset == remote.size:
+        return
+    request: dict[str, Any] = {"Bucket": bucket, "Key": remote.key, "IfMatch": f'"{remote.etag}"'}
+    if offset:
+        log(f"resuming {remote.name} at byte {offset} of {remote.size}")
+        request["Range"] = f"bytes={offset}-"
+    body = s3.get_object(**request)["Body"]
+    with part.open("ab" if offset else "wb") as handle:
+        while block := body.read(STREAM_CHUNK):
+            handle.write(block)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _stage_file(
+    s3: Any, bucket: str, remote: RemoteFile, staging: Path, state: dict[str, Any], log: Log
+) -> None:
+    final = staging / remote.name
+    part = final.with_name(final.name + PART_SUFFIX)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    partial = state.setdefault("partial", {})
+    resume = partial.get(remote.name) == remote.etag
+    partial[remote.name] = remote.etag
+    _write_json(staging / STAGING_STATE, state)
+    _download(s3, bucket, remote, part, resume, log)
+    problem = mismatch(part, remote_integrity(s3, bucket, remote.key))
+    if problem is not None:
+        part.unlink()
+        del partial[remote.name]
+        _write_json(staging / STAGING_STATE, state)
+        raise SyncError(
+            f"s3://{bucket}/{remote.key} failed verification ({problem}); the partial copy was discarded, "
+            f"nothing was published. If it happens again the object in S3 is damaged: upload it anew"
+        )
+    os.replace(part, final)
+    del partial[remote.name]
+    state.setdefault("verified", {})[remote.name] = remote.record
+    _write_json(staging / STAGING_STATE, state)
+
+
+def _reuse(published: Path, staging: Path, name: str) -> None:
+    source, copy = published / name, staging / name
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(source, copy)  # same filesystem: no bytes copied
+    except OSError:
+        shutil.copy2(source, copy)
+
+
+def _publish(staging: Path, target: Path) -> None:
+    """Swap the staged copy in. Between the two renames the target is briefly absent, never partial."""
+    if target.exists():
+        retired = target.with_name(f"{target.name}.replaced")
+        shutil.rmtree(retired, ignore_errors=True)
+        os.rename(target, retired)
+        os.rename(staging, target)
+        shutil.rmtree(retired, ignore_errors=True)
+    else:
+        os.rename(staging, target)
+
+
+def sync(source: str, target: Path, *, s3: Any = None, log: Log = print) -> SyncResult:
+    where = parse_s3_prefix(source)
+    s3 = s3 or client("s3")
+    remote = list_remote(s3, where)
+    if not remote:
+        raise SyncError(f"no objects under {where}: check weightsUri and that the model was uploaded there")
+    if not any(f.name == "config.json" for f in remote):
+        raise SyncError(f"{where} holds no config.json, so it is not a model directory vLLM can load")
+    listing = {f.name: f.record for f in remote}
+    published = _read_json(target / COMPLETE_MARKER)
+    same_listing = published.get("source") == str(where) and published.get("files") == listing
+    if same_listing and all(_matches(target, listing[f.name], f) for f in remote):
+        log(f"{target} already holds {where} ({len(remote)} files); nothing to do")
+        return SyncResult((), tuple(listing), up_to_date=True)
+
+    staging = staging_dir(target)
+    staging.mkdir(parents=True, exist_ok=True)
+    state = _read_json(staging / STAGING_STATE)
+    if state.get("source") != str(where):
+        shutil.rmtree(staging)
+        staging.mkdir(parents=True)
+        state = {"source": str(where)}
+    downloaded: list[str] = []
+    reused: list[str] = []
+    for remote_file in remote:
+        name = remote_file.name
+        if _matches(staging, state.get("verified", {}).get(name), remote_file):
+            reused.append(name)
+        elif _matches(target, published.get("files", {}).get(name), remote_file):
+            _reuse(target, staging, name)
+            reused.append(name)
+        else:
+            log(f"copying {name} ({remote_file.size} bytes)")
+            _stage_file(s3, where.bucket, remote_file, staging, state, log)
+            downloaded.append(name)
+    (staging / STAGING_STATE).unlink()
+    _write_json(staging / COMPLETE_MARKER, {"source": str(where), "files": listing})
+    _publish(staging, target)
+    log(f"published {where} at {target}: {len(downloaded)} copied, {len(reused)} already present")
+    return SyncResult(tuple(downloaded), tuple(reused), up_to_date=False)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m colo.aws.weight_sync", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("source", help="s3://bucket/prefix/ holding config.json and the weights")
+    parser.add_argument("target", type=Path, help="directory to publish the copy at, e.g. /models/chat/llm")
+    args = parser.parse_args(argv)
+    try:
+        sync(args.source, args.target)
+    except (SyncError, ValueError) as exc:
+        print(f"weight sync failed: {exc}", file=sys.stderr)
+        return 1
+    except ClientError as exc:
+        error = exc.response.get("Error", {})
+        print(f"weight sync failed: {error.get('Code')}: {error.get('Message', exc)}", file=sys.stderr)
+        return 1
+    except BotoCoreError as exc:
+        print(f"weight sync failed: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""Fixtures for the boto3 side: moto's AWS, and small model checkpoints shaped like real ones."""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+REGION = "us-east-1"
+BUCKET = "models"
+
+TINY_CONFIG = {
+    "architectures": ["LlamaForCausalLM"],
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "intermediate_size": 128,
+    "vocab_size": 1000,
+    "max_position_embeddings": 2048,
+    "torch_dtype": "bfloat16",
+}
+
+
+def safetensors_blob(tensors: dict[str, int], pad_to: int = 0) -> bytes:
+    """A valid safetensors file: `tensors` maps names to byte sizes (uint8 tensors, zero-filled)."""
+    header: dict[str, Any] = {"__metadata__": {"format": "pt"}}
+    offset = 0
+    for name, size in tensors.items():
+        header[name] = {"dtype": "U8", "shape": [size], "data_offsets": [offset, offset + size]}
+        offset += size
+    encoded = json.dumps(header).encode()
+    body = bytes(offset) + bytes(max(0, pad_to - offset))
+    return struct.pack("<Q", len(encoded)) + encoded + body
+
+
+@pytest.fixture
+def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/dev/null")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+
+
+@pytest.fixture
+def s3(aws_env: None) -> Iterator[Any]:
+    with mock_aws():
+        client = boto3.client("s3", region_name=REGION)
+        client.create_bucket(Bucket=BUCKET)
+        yield client
+
+
+def put_model(s3: Any, prefix: str, files: dict[str, bytes]) -> None:
+    for name, data in files.items():
+        s3.put_object(Bucket=BUCKET, Key=f"{prefix}{name}", Body=data)
+
+
+def tiny_model_files() -> dict[str, bytes]:
+    return {
+        "config.json": json.dumps(TINY_CONFIG).encode(),
+        "model-00001-of-00002.safetensors": safetensors_blob(
+            {"model.layers.0.mlp.weight": 4096, "lm_head.weight": 1024}
+        ),
+        "model-00002-of-00002.safetensors": safetensors_blob(
+            {"model.layers.1.mlp.weight": 4096, "mtp.layers.0.weight": 512}
+        ),
+        "tokenizer.json": b"{}",
+    }
+
+
+MIB = 1024 * 1024
+
+
+def put_multipart(s3: Any, key: str, data: bytes, part_size: int = 5 * MIB, *, sha256: bool = False) -> None:
+    extra = {"ChecksumAlgorithm": "SHA256"} if sha256 else {}
+    upload = s3.create_multipart_upload(Bucket=BUCKET, Key=key, **extra)
+    parts = []
+    for number, start in enumerate(range(0, len(data), part_size), start=1):
+        answer = s3.upload_part(
+            Bucket=BUCKET,
+            Key=key,
+            UploadId=upload["UploadId"],
+            PartNumber=number,
+            Body=data[start : start + part_size],
+            **extra,
+        )
+        part = {"PartNumber": number, "ETag": answer["ETag"]}
+        if sha256:
+            part["ChecksumSHA256"] = answer["ChecksumSHA256"]
+        parts.append(part)
+    s3.complete_multipart_upload(
+        Bucket=BUCKET, Key=key, UploadId=upload["UploadId"], MultipartUpload={"Parts": parts}
+    )
+
+
+def record_gets(s3: Any) -> list[tuple[str, str | None]]:
+    """(key, Range) of every GetObject the client makes from now on."""
+    seen: list[tuple[str, str | None]] = []
+
+    def record(params: dict[str, Any], **_: Any) -> None:
+        seen.append((params["Key"], params.get("Range")))
+
+    s3.meta.events.register("provide-client-params.s3.GetObject", record)
+    return seen
