@@ -53,6 +53,14 @@ def _flags(changes: Sequence[FlagChange]) -> list[str]:
     return [*out, "```"]
 
 
+def _probe(row: ValueChange) -> str:
+    if row.before == ABSENT:
+        return f"- `{row.scope}`: {row.after} s (new)"
+    if row.after == ABSENT:
+        return f"- `{row.scope}`: {row.before} s (removed)"
+    return f"- `{row.scope}`: {row.before} s → {row.after} s ({row.delta})"
+
+
 def _where(pair: PairChange) -> str:
     before, after = pair.where_before, pair.where_after
     if before and after and before != after:
@@ -77,7 +85,7 @@ def _pair_section(pair: PairChange) -> list[str]:
         out += ["vLLM flags:", "", *_flags(pair.flags), ""]
     if pair.probes:
         out += ["Startup probe budgets:", ""]
-        out += [f"- `{p.scope}`: {p.before} s → {p.after} s ({p.delta or 'new'})" for p in pair.probes]
+        out += [_probe(p) for p in pair.probes]
         out.append("")
     if pair.problems_before != pair.problems_after and pair.fits_after and pair.problems_before:
         out += ["Problems on the base side, now resolved:", "", *_problems(pair.problems_before), ""]
@@ -164,7 +172,7 @@ def render_invalid(stack: str, side: str, source: str, problems: Sequence[Proble
         marker(stack),
         f"## colo diff `{stack}`: ❌ invalid config on the {side} side",
         "",
-        f"`{source}` does not validate, so nothing was planned:",
+        f"`{source}` could not be read or does not validate, so nothing was planned:",
         "",
         *_problems(problems),
     ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -102,6 +103,7 @@ def test_a_stack_missing_at_the_base_ref_is_all_added(
     assert code == 0
     assert "(absent there, so every pair is added)" in out
     assert "#### `rag` (node 0 GPU 0): added" in out
+    assert re.search(r"^- `llm`: \d+ s \(new\)$", out, re.MULTILINE)
 
 
 def test_an_unknown_base_ref_exits_two_and_names_the_base_side(
