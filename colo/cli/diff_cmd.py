@@ -1,0 +1,122 @@
+"""`colo diff`: plan a base and a head config and print what changes, as markdown for a PR comment.
+
+Exit codes: 0 the head side fits (changed or not), 1 a pair stops fitting or the head side does not fit,
+2 either side's config is invalid (the message says which side).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from colo.cli.common import load_config
+from colo.cli.plan_cmd import build_plan
+from colo.config import StackConfig
+from colo.diff import markdown
+from colo.diff.objects import ObjectChanges, object_changes
+from colo.diff.plan_changes import plan_changes
+from colo.diff.rendered import rendered_objects
+from colo.diff.sides import stack_file_at
+from colo.errors import ConfigError
+from colo.plan.stack import Plan
+from colo.stackfiles import REPO_ROOT, StackFile, load_stack, load_stack_file, stack_path
+
+EXIT_OK, EXIT_INFEASIBLE, EXIT_INVALID = 0, 1, 2
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    head = parser.add_mutually_exclusive_group(required=True)
+    head.add_argument("--stack", help="head side: a stack in the project's stacks/ directory")
+    head.add_argument("--config", type=Path, help="head side: any file shaped like a Pulumi stack file")
+    base = parser.add_mutually_exclusive_group(required=True)
+    base.add_argument(
+        "--base", metavar="REF", help="base side: the same stack file at this git ref (absent there: empty)"
+    )
+    base.add_argument("--base-config", type=Path, help="base side: any file shaped like a Pulumi stack file")
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=REPO_ROOT,
+        help="project directory holding Pulumi.yaml and stacks/ (default: this checkout)",
+    )
+
+
+@dataclass(frozen=True)
+class Side:
+    label: str  # how the comment names where this side came from
+    stack_file: StackFile | None  # None: the stack does not exist on this side
+    config: StackConfig | None
+
+
+class SideError(Exception):
+    def __init__(self, side: str, source: str, error: ConfigError) -> None:
+        self.side, self.source, self.error = side, source, error
+        super().__init__(f"{side} side ({source}): {error.render()}")
+
+
+def _head(args: argparse.Namespace) -> tuple[Side, Path, Path]:
+    """The head side, with the paths its base is read from at a git ref."""
+    root: Path = args.root.resolve()
+    if args.stack is not None:
+        path, project = stack_path(args.stack, root), root / "Pulumi.yaml"
+        label = str(path.relative_to(root))
+    else:
+        path, project, label = args.config.resolve(), REPO_ROOT / "Pulumi.yaml", str(args.config)
+    try:
+        stack_file = load_stack(args.stack, root) if args.stack else load_stack_file(args.config)
+        return Side(label, stack_file, load_config(stack_file)), path, project
+    except ConfigError as exc:
+        raise SideError("head", label, exc) from None
+
+
+def _base(args: argparse.Namespace, head_path: Path, project: Path, stack: str) -> Side:
+    if args.base_config is not None:
+        label = str(args.base_config)
+    else:
+        label = f"{args.base}:{head_path.relative_to(args.root.resolve()) if args.stack else head_path.name}"
+    try:
+        if args.base_config is not None:
+            stack_file: StackFile | None = load_stack_file(args.base_config, stack=stack)
+        else:
+            stack_file = stack_file_at(args.base, head_path, project, stack)
+        if stack_file is None:
+            return Side(f"{label} (absent there, so every pair is added)", None, None)
+        return Side(label, stack_file, load_config(stack_file))
+    except ConfigError as exc:
+        raise SideError("base", label, exc) from None
+
+
+def _objects(base: Side, before: Plan | None, head: Side, after: Plan) -> ObjectChanges | str:
+    """Render both sides; a side that does not fit declares nothing, so there is nothing to compare."""
+    if not after.feasible:
+        return "the head side does not fit, so the program would declare nothing"
+    if before is not None and not before.feasible:
+        return "the base side does not fit, so there is nothing to compare against"
+    assert head.stack_file is not None
+    after_objects = rendered_objects(head.stack_file)
+    before_objects = rendered_objects(base.stack_file) if base.stack_file else {}
+    for side in (before_objects, after_objects):
+        if isinstance(side, str):
+            return side
+    assert not isinstance(before_objects, str) and not isinstance(after_objects, str)
+    return object_changes(before_objects, after_objects)
+
+
+def run(args: argparse.Namespace) -> int:
+    stack = args.stack or (args.config.name.removeprefix("Pulumi.").removesuffix(".yaml"))
+    try:
+        head, head_path, project = _head(args)
+        base = _base(args, head_path, project, stack)
+    except SideError as exc:
+        print(markdown.render_invalid(stack, exc.side, exc.source, exc.error.problems), end="")
+        print(str(exc), file=sys.stderr)
+        return EXIT_INVALID
+    assert head.config is not None
+    before = build_plan(base.config) if base.config is not None else None
+    after = build_plan(head.config)
+    changes = plan_changes(before, after)
+    objects = _objects(base, before, head, after)
+    print(markdown.render(stack, base.label, head.label, changes, objects), end="")
+    return EXIT_OK if changes.after_fits else EXIT_INFEASIBLE
