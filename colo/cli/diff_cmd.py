@@ -97,10 +97,6 @@ def _objects(base: Side, before: Plan | None, head: Side, after: Plan) -> Object
     assert head.stack_file is not None
     after_objects = rendered_objects(head.stack_file)
     before_objects = rendered_objects(base.stack_file) if base.stack_file else {}
-    for side in (before_objects, after_objects):
-        if isinstance(side, str):
-            return side
-    assert not isinstance(before_objects, str) and not isinstance(after_objects, str)
     return object_changes(before_objects, after_objects)
 
 

@@ -112,3 +112,19 @@ def test_an_unknown_base_ref_exits_two_and_names_the_base_side(
     code, _, err = _diff(capsys, "--stack", "prod", "--base", "no-such-ref", "--root", str(project_repo))
     assert code == 2
     assert err.startswith("base side (no-such-ref:stacks/Pulumi.prod.yaml): invalid stack config")
+
+
+def test_a_context_change_shows_the_deployment_whose_args_moved(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def shorter_context(config: dict) -> None:  # type: ignore[type-arg]
+        config["colo:pairs"][0]["llm"]["maxModelLen"] = 16384
+
+    base = copy_stack("prod", tmp_path / "base")
+    head = copy_stack("prod", tmp_path / "head", shorter_context)
+    code, out, _ = _diff(capsys, "--base-config", str(base), "--config", str(head))
+    objects = out[out.index("### Kubernetes objects") :]
+    assert code == 0
+    assert "Deployment/colo/qwen27b" in objects
+    assert "args" in objects
+    assert "Deployment/colo/gemma31b" not in objects  # untouched pairs are not listed
