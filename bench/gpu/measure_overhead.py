@@ -30,6 +30,7 @@ def report(step):
 torch.zeros(1, device="cuda")
 torch.cuda.synchronize()
 report("context")
+sys.stdin.readline()  # the parent reads nvidia-smi before the next step
 a = torch.randn(1024, 1024, device="cuda")
 (a @ a).sum().item()
 torch.cuda.synchronize()
@@ -68,10 +69,13 @@ class Worker:
             raise RuntimeError("worker exited early")
         return line[0], line[1:]
 
-    def stop(self) -> None:
+    def proceed(self) -> None:
         assert self.proc.stdin is not None
         self.proc.stdin.write("\n")
         self.proc.stdin.flush()
+
+    def stop(self) -> None:
+        self.proceed()
         self.proc.wait(timeout=60)
 
 
@@ -89,16 +93,19 @@ def measure(gpu: int) -> dict[str, Any]:
         "used_before_mib": used_mib(gpu),
     }
     first = Worker(gpu)
-    for _ in range(2):
+    for step_index in range(2):
         step, (_free, total, reserved) = first.read_step()
         time.sleep(0.5)  # nvidia-smi samples; let it settle
         result[f"one_{step}_used_mib"] = used_mib(gpu)
         result[f"one_{step}_torch_reserved_mib"] = int(reserved) / MIB
         result["mem_get_info_total_gib"] = round(int(total) / 1024**3, 2)
+        if step_index == 0:
+            first.proceed()
     result["uuid_seen_by_torch"] = first.read_step()[1][0]
     second = Worker(gpu)
-    for _ in range(2):
-        second.read_step()
+    second.read_step()
+    second.proceed()
+    second.read_step()
     second.read_step()
     time.sleep(0.5)
     result["two_processes_used_mib"] = used_mib(gpu)

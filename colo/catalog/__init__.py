@@ -11,6 +11,7 @@ import yaml
 
 GIB = 1024**3
 MIB = 1024**2
+DEFAULT_CUBLAS_MIB = 118  # measured on H200 (gpus.yaml); used where a GPU has no figure of its own
 
 
 @dataclass(frozen=True)
@@ -18,6 +19,7 @@ class GpuSpec:
     name: str
     cuda_total_bytes: int
     context_bytes: int
+    cublas_bytes: int
     nvidia_smi_total_mib: int | None
     ec2_memory_mib: int | None
     sources: dict[str, str]
@@ -46,6 +48,7 @@ def _gpus() -> dict[str, GpuSpec]:
             if "cuda_total_mib" in entry
             else round(float(entry["cuda_total_gib"]) * GIB),
             context_bytes=int(entry["context_mib"]) * MIB,
+            cublas_bytes=int(entry.get("cublas_mib", DEFAULT_CUBLAS_MIB)) * MIB,
             nvidia_smi_total_mib=entry.get("nvidia_smi_total_mib"),
             ec2_memory_mib=entry.get("ec2_memory_mib"),
             sources=dict(entry.get("sources", {})),

@@ -166,6 +166,8 @@ def size_process(spec: ProcessSpec, *, free_before_bytes: int | None = None) -> 
     total = gpu.cuda_total_bytes
     tp = spec.tensor_parallel_size
     context = gpu.context_bytes + (256 * MIB if tp > 1 else 0)  # NCCL communicators beyond TP1
+    if spec.rules.cublas_in_baseline:  # 0.33 creates the cuBLAS handles before its snapshot
+        context += gpu.cublas_bytes
     free_before = total if free_before_bytes is None else free_before_bytes
     free_seen = free_before - context
 

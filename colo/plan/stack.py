@@ -253,7 +253,7 @@ def make_plan(
     except KeyError as exc:
         return Plan(
             config,
-            GpuSpec("unknown", 0, 0, None, None, {}),
+            GpuSpec("unknown", 0, 0, 0, None, None, {}),
             (),
             1,
             0,
