@@ -39,10 +39,13 @@ if [[ ${{CUDA_DEVICE_ORDER:-}} == PCI_BUS_ID ]]; then echo "${{pci[$dev]}}"; els
 """
 
 
-def _run(sandbox: Sandbox, fastest: list[str]) -> subprocess.CompletedProcess[str]:
+def _run(
+    sandbox: Sandbox, fastest: list[str] | None = None, python3: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the check with GPUS on a fake nvidia-smi, and a fake PyTorch (ordered `fastest`, or `python3`)."""
     uuids = " ".join(u for _, u in GPUS)
     sandbox.fake("nvidia-smi", NVIDIA_SMI.format(uuids=uuids))
-    sandbox.fake("python3", PYTHON3.format(uuids=uuids, fastest=" ".join(fastest)))
+    sandbox.fake("python3", python3 or PYTHON3.format(uuids=uuids, fastest=" ".join(fastest or [])))
     env = {"PATH": f"{sandbox.bin}:/usr/bin:/bin", "HOME": str(sandbox.root)}
     return subprocess.run(
         ["bash", str(SCRIPT), str(sandbox.root / "out")],
@@ -70,17 +73,6 @@ def test_an_index_without_pci_order_is_caught_when_cuda_orders_gpus_differently(
 
 
 def test_a_wrong_gpu_fails_the_check(sandbox: Sandbox) -> None:
-    uuids = " ".join(u for _, u in GPUS)
-    sandbox.fake("nvidia-smi", NVIDIA_SMI.format(uuids=uuids))
-    sandbox.fake("python3", f'echo "{UUID_B}"\n')  # CUDA always lands on GPU 1
-    env = {"PATH": f"{sandbox.bin}:/usr/bin:/bin", "HOME": str(sandbox.root)}
-    result = subprocess.run(
-        ["bash", str(SCRIPT), str(sandbox.root / "out")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = _run(sandbox, python3=f'echo "{UUID_B}"\n')  # CUDA always lands on GPU 1
     assert result.returncode == 1
     assert f"MISMATCH:{UUID_B}" in result.stdout

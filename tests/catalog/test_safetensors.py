@@ -10,27 +10,14 @@ import pytest
 
 from colo.catalog.models import architecture_from_path
 from colo.catalog.safetensors import SafetensorsError, parse_header, read_local_headers, tensor_bytes_by_part
-
-
-def write_safetensors(path: Path, tensors: dict[str, tuple[str, list[int], int]]) -> None:
-    header: dict[str, object] = {"__metadata__": {"format": "pt"}}
-    offset = 0
-    for name, (dtype, shape, size) in tensors.items():
-        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + size]}
-        offset += size
-    raw = json.dumps(header).encode()
-    path.write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0" * offset)
+from tests.model_files import TINY_CONFIG, safetensors_blob
 
 
 def test_tensor_bytes_are_summed_by_part(tmp_path: Path) -> None:
-    write_safetensors(
-        tmp_path / "model-00001.safetensors",
-        {
-            "model.layers.0.mlp.down_proj.weight": ("BF16", [8, 4], 64),
-            "lm_head.weight": ("BF16", [16, 4], 128),
-            "mtp.layers.0.fc.weight": ("BF16", [4, 4], 32),
-        },
+    blob = safetensors_blob(
+        {"model.layers.0.mlp.down_proj.weight": 64, "lm_head.weight": 128, "mtp.fc.weight": 32}
     )
+    (tmp_path / "model-00001.safetensors").write_bytes(blob)
     parts = tensor_bytes_by_part(read_local_headers(tmp_path))
     assert parts == {"model": 64, "lm_head": 128, "mtp": 32}
 
@@ -46,21 +33,8 @@ def test_an_absurd_header_length_is_refused() -> None:
 
 
 def test_a_model_directory_gives_geometry_and_exact_bytes(tmp_path: Path) -> None:
-    config = {
-        "architectures": ["LlamaForCausalLM"],
-        "hidden_size": 64,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "intermediate_size": 128,
-        "vocab_size": 256,
-        "max_position_embeddings": 512,
-        "torch_dtype": "bfloat16",
-    }
-    (tmp_path / "config.json").write_text(json.dumps(config))
-    write_safetensors(
-        tmp_path / "model.safetensors", {"model.embed_tokens.weight": ("BF16", [256, 64], 32768)}
-    )
+    (tmp_path / "config.json").write_text(json.dumps(TINY_CONFIG))
+    (tmp_path / "model.safetensors").write_bytes(safetensors_blob({"model.embed_tokens.weight": 32768}))
     arch = architecture_from_path(tmp_path, "local/tiny")
     assert arch.num_layers == 2 and arch.num_kv_heads == 2
     assert arch.checkpoint_bytes == 32768

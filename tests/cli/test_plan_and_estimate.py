@@ -83,24 +83,15 @@ def test_a_model_outside_the_catalog_asks_for_its_config_json(
     assert "colo:pairs[0].llm.model" in capsys.readouterr().out
 
 
+def _estimate(capsys: pytest.CaptureFixture[str], *flags: str, gpu: str = "L40S") -> tuple[int, dict]:  # type: ignore[type-arg]
+    """Qwen3-8B on vLLM 0.20.2, with the flags given."""
+    argv = ["estimate", "--model", "Qwen/Qwen3-8B", "--gpu", gpu, "--vllm-version", "0.20.2", *flags]
+    code = main(argv)
+    return code, json.loads(capsys.readouterr().out)
+
+
 def test_estimate_prints_the_keys_tools_depend_on(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(
-        [
-            "estimate",
-            "--model",
-            "Qwen/Qwen3-8B",
-            "--gpu",
-            "L40S",
-            "--vllm-version",
-            "0.20.2",
-            "--gpu-memory-utilization",
-            "0.9",
-            "--max-model-len",
-            "32768",
-            "--json",
-        ]
-    )
-    out = json.loads(capsys.readouterr().out)
+    code, out = _estimate(capsys, "--gpu-memory-utilization", "0.9", "--max-model-len", "32768", "--json")
     assert code == 0
     for key in (
         "weights_gib",
@@ -118,43 +109,15 @@ def test_estimate_prints_the_keys_tools_depend_on(capsys: pytest.CaptureFixture[
 
 
 def test_estimate_with_little_free_memory_fails_the_startup_check(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(
-        [
-            "estimate",
-            "--model",
-            "Qwen/Qwen3-8B",
-            "--gpu",
-            "L40S",
-            "--vllm-version",
-            "0.20.2",
-            "--gpu-memory-utilization",
-            "0.55",
-            "--free-memory-gib",
-            "0.9",
-        ]
-    )
-    out = json.loads(capsys.readouterr().out)
+    code, out = _estimate(capsys, "--gpu-memory-utilization", "0.55", "--free-memory-gib", "0.9")
     assert code == 1 and out["startup_ok"] is False
     assert "(0.55, 24.42 GiB)" in out["startup_error"]
 
 
 def test_estimate_with_fixed_kv_bytes_derives_tokens_from_them(capsys: pytest.CaptureFixture[str]) -> None:
-    main(
-        [
-            "estimate",
-            "--model",
-            "Qwen/Qwen3-8B",
-            "--gpu",
-            "H100",
-            "--vllm-version",
-            "0.20.2",
-            "--kv-cache-memory-bytes",
-            str(9 * 2**30),
-            "--max-model-len",
-            "8192",
-        ]
+    _, out = _estimate(
+        capsys, "--kv-cache-memory-bytes", str(9 * 2**30), "--max-model-len", "8192", gpu="H100"
     )
-    out = json.loads(capsys.readouterr().out)
     assert out["kv_cache_gib"] == 9.0
     assert out["kv_tokens"] == 9 * 2**30 // (144 * 1024 * 16) * 16
 
