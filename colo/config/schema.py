@@ -21,12 +21,23 @@ Quantization = Literal["none", "fp8", "awq", "gptq", "compressed-tensors", "nvfp
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
 _VERSION = re.compile(r"^\d+\.\d+\.\d+(\.\d+)?(\.post\d+)?$")
 _QUANTITY = re.compile(r"^\d+(Ki|Mi|Gi|Ti)$")
+_CPU = re.compile(r"^(\d+(\.\d+)?|\d+m)$")
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(
         alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True, validate_default=True
     )
+
+
+def require_pinned(image: str | None) -> str | None:
+    """An image reference must carry an explicit tag (not latest) or a digest."""
+    if image is None or "@sha256:" in image:
+        return image
+    tail = image.rsplit("/", 1)[-1]
+    if ":" not in tail or tail.endswith(":latest"):
+        raise ValueError(f"image '{image}' is not pinned; give an explicit tag such as :v0.11.0 or a digest")
+    return image
 
 
 class VllmImage(_Model):
@@ -48,16 +59,7 @@ class VllmImage(_Model):
     @field_validator("image")
     @classmethod
     def _pinned(cls, value: str | None) -> str | None:
-        if value is None:
-            return value
-        tail = value.rsplit("/", 1)[-1]
-        if "@sha256:" in value:
-            return value
-        if ":" not in tail or tail.endswith(":latest"):
-            raise ValueError(
-                f"image '{value}' is not pinned; give an explicit tag such as :v0.11.0 or a digest"
-            )
-        return value
+        return require_pinned(value)
 
     @property
     def resolved_image(self) -> str:
@@ -99,8 +101,24 @@ class ServerSpec(_Model):
     )
     vllm: VllmImage = VllmImage()
     extra_args: list[str] = Field(default_factory=list)
-    cpu: str = "4"
-    memory: str = "32Gi"
+    cpu: str | None = Field(default=None, description="CPU request; default by role (LLM 2, others 1)")
+    memory: str | None = Field(
+        default=None, description="Memory request and limit; default LLM 20Gi, others 6Gi"
+    )
+
+    @field_validator("cpu")
+    @classmethod
+    def _cpu_quantity(cls, value: str | None) -> str | None:
+        if value is not None and not _CPU.match(value):
+            raise ValueError(f"'{value}' is not a Kubernetes CPU quantity; write it like 2 or 1500m")
+        return value
+
+    @field_validator("memory")
+    @classmethod
+    def _memory_quantity(cls, value: str | None) -> str | None:
+        if value is not None and not _QUANTITY.match(value):
+            raise ValueError(f"'{value}' is not a Kubernetes memory quantity; write it like 16Gi")
+        return value
 
     @field_validator("cudagraph_capture_sizes")
     @classmethod
@@ -216,6 +234,19 @@ class Storage(_Model):
     access_mode: Literal["ReadWriteOnce", "ReadWriteMany", "ReadOnlyMany"] = "ReadWriteOnce"
     read_throughput_mib_per_s: float = Field(default=250.0, gt=0, alias="readThroughputMiBps")
     hub_download_mib_per_s: float = Field(default=100.0, gt=0, alias="hubDownloadMiBps")
+    sync_image: str | None = Field(
+        default=None,
+        description="Image that copies weightsUri into the volume: built from this repository's Dockerfile, "
+        "pinned by tag or digest; required when a server sets weightsUri",
+    )
+    sync_service_account: str | None = Field(
+        default=None, description="Service account allowed to read the S3 prefixes (IRSA or Pod Identity)"
+    )
+
+    @field_validator("sync_image")
+    @classmethod
+    def _sync_image_pinned(cls, value: str | None) -> str | None:
+        return require_pinned(value)
 
     @field_validator("size")
     @classmethod
@@ -226,7 +257,9 @@ class Storage(_Model):
 
 
 class Budget(_Model):
-    safety_margin_mib: int = Field(default=512, ge=0, alias="safetyMarginMiB")
+    # Replaying the field report, the prediction of nvidia-smi "used" was low by up to 282 MiB; the default
+    # margin covers that with room to spare.
+    safety_margin_mib: int = Field(default=1024, ge=0, alias="safetyMarginMiB")
     embedding_max_model_len: Annotated[int, Field(ge=16)] = 8192
     embedding_max_num_seqs: Annotated[int, Field(ge=1)] = 64
     embedding_concurrency: Annotated[float, Field(gt=0)] = 2.0
@@ -240,6 +273,16 @@ class StackConfig(_Model):
     budget: Budget = Budget()
     pairs: list[Pair]
     hf_token_set: bool = Field(default=False, description="True when the secret colo:hfToken is present")
+
+    @model_validator(mode="after")
+    def _sync_image_for_s3_weights(self) -> StackConfig:
+        synced = [p.name for p in self.pairs for s in (p.llm, p.embedding, p.reranker) if s and s.weights_uri]
+        if synced and self.storage.sync_image is None:
+            raise ValueError(
+                f"pairs {', '.join(sorted(set(synced)))} copy weights from S3 (weightsUri), which needs "
+                "storage.syncImage: an image built from this repository's Dockerfile, pinned by tag"
+            )
+        return self
 
     @field_validator("pairs")
     @classmethod

@@ -11,15 +11,10 @@ from math import ceil
 from colo.catalog import GIB, GpuSpec
 from colo.config.schema import StackConfig
 from colo.errors import ConfigError, Problem
+from colo.plan.platform import AMI_TYPES
 from colo.plan.scheduling import GPU_TAINT_KEY, node_labels
 from colo.plan.stack import Plan
 
-# EKS AMI type per node image. The other images (GPU Operator with CDI, a generic NVIDIA runtime) are
-# nodes someone else builds; colo selects them with mode: existing.
-AMI_TYPES = {
-    "al2023-nvidia": "AL2023_x86_64_NVIDIA",
-    "bottlerocket-nvidia": "BOTTLEROCKET_x86_64_NVIDIA",
-}
 # The volume that holds container images: AL2023 has one root volume; Bottlerocket keeps a small OS
 # volume on /dev/xvda and puts images and pod storage on the data volume /dev/xvdb.
 IMAGE_VOLUME_DEVICES = {

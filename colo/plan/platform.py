@@ -8,10 +8,22 @@ from colo.errors import Problem
 
 DRA_MIN_MINOR = 34  # resource.k8s.io/v1 is GA from Kubernetes 1.34
 NATIVE_SIDECAR_MIN_MINOR = 29  # restartable init containers are on by default from 1.29
+# EKS AMI type per node image. The other images (GPU Operator with CDI, a generic NVIDIA runtime) are
+# nodes someone else builds; colo selects them with mode: existing.
+AMI_TYPES = {
+    "al2023-nvidia": "AL2023_x86_64_NVIDIA",
+    "bottlerocket-nvidia": "BOTTLEROCKET_x86_64_NVIDIA",
+}
 ENVVAR_HONOURED = {
     "al2023-nvidia",
     "generic-nvidia-runtime",
 }  # images whose runtime accepts NVIDIA_VISIBLE_DEVICES
+
+
+def instance_type_known(config: StackConfig) -> bool:
+    """colo creates the nodes (managed), or the user named the instance type of the nodes they have."""
+    pool = config.node_pool
+    return pool.mode == "managed" or "instance_type" in pool.model_fields_set
 
 
 def gpus_per_node(config: StackConfig) -> int | None:
@@ -72,7 +84,7 @@ def platform_problems(config: StackConfig) -> list[Problem]:
                 f"{cluster.kubernetes_version}. Drop the setting to use colo's health-wait start instead",
             )
         )
-    if pool.mode == "managed":
+    if instance_type_known(config):
         known = instance_type(pool.instance_type)
         if known is not None and known.gpu != pool.gpu:
             problems.append(
@@ -82,6 +94,14 @@ def platform_problems(config: StackConfig) -> list[Problem]:
                     f"the nodes really have. Set nodePool.gpu: {known.gpu}, or choose another instance type",
                 )
             )
+    if pool.mode == "managed" and cluster.node_image not in AMI_TYPES:
+        problems.append(
+            Problem(
+                "colo:cluster.nodeImage",
+                f"colo manages EKS node groups only with {' or '.join(AMI_TYPES)}; {cluster.node_image} nodes are "
+                f"built elsewhere, so set nodePool.mode: existing and nodePool.nodeSelector to select them",
+            )
+        )
     return problems
 
 

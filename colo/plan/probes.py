@@ -27,6 +27,7 @@ class ProbeBudget:
     period_seconds: int
     failure_threshold: int
     breakdown: dict[str, float]
+    own_seconds: int  # this server's own start, margin included, without waiting for earlier servers
 
 
 def startup_budget(
@@ -43,8 +44,9 @@ def startup_budget(
         "engine_init": float(ENGINE_INIT_S),
         "compile": 0.0 if budget.spec.enforce_eager else float(COMPILE_S),
         "capture_graphs": budget.graphs.count * CAPTURE_S_PER_GRAPH,
-        "wait_for_earlier_servers": waits_for_s,
     }
-    total = sum(parts.values()) * MARGIN_FACTOR
-    threshold = max(3, ceil(total / PERIOD_S))
-    return ProbeBudget(threshold * PERIOD_S, PERIOD_S, threshold, {k: round(v, 1) for k, v in parts.items()})
+    own = sum(parts.values()) * MARGIN_FACTOR
+    # Earlier servers' budgets already carry their own margin: the wait is added, not multiplied.
+    threshold = max(3, ceil((own + waits_for_s) / PERIOD_S))
+    breakdown = {k: round(v, 1) for k, v in {**parts, "wait_for_earlier_servers": waits_for_s}.items()}
+    return ProbeBudget(threshold * PERIOD_S, PERIOD_S, threshold, breakdown, ceil(own))

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from colo.catalog import GpuSpec, gpu
+from colo.catalog import GpuSpec, gpu, instance_type
 from colo.catalog.architecture import ArchitectureError, ModelArchitecture
 from colo.catalog.models import architecture_from_path, catalog_architecture
 from colo.catalog.vllm_rules import VllmRules, rules_for
@@ -20,8 +20,9 @@ from colo.plan.budget import ProcessSpec
 from colo.plan.colocate import GpuPlan, ServerPlan, ServerRequest, plan_gpu
 from colo.plan.engine_limits import resolve_limits
 from colo.plan.placement import Placement, node_count, node_limit_problems, place_pairs
-from colo.plan.platform import gpus_per_node, platform_problems, uses_native_sidecars
+from colo.plan.platform import gpus_per_node, instance_type_known, platform_problems, uses_native_sidecars
 from colo.plan.probes import IMAGE_PULL_S, ProbeBudget, startup_budget
+from colo.plan.resources import DEFAULT_CPU, DEFAULT_MEMORY, node_fit_problems
 from colo.plan.vllm_args import PORTS, vllm_arguments
 from colo.stackfiles import REPO_ROOT
 
@@ -68,7 +69,7 @@ class PairPlan:
     @property
     def rollout_seconds(self) -> int:
         """Worst case from pod creation to every server healthy: image pull, then each startup budget."""
-        return IMAGE_PULL_S + sum(server.probe.startup_seconds for server in self.servers)
+        return IMAGE_PULL_S + sum(server.probe.own_seconds for server in self.servers)
 
 
 @dataclass(frozen=True)
@@ -223,7 +224,7 @@ def plan_pair(
             download_mib_per_s=download,
             waits_for_s=0.0 if native_sidecars else waited,
         )
-        waited += probe.startup_seconds
+        waited += probe.own_seconds
         servers.append(
             Server(
                 role,
@@ -234,8 +235,8 @@ def plan_pair(
                 PORTS[role],
                 tuple(args),
                 probe,
-                server.cpu,
-                server.memory,
+                server.cpu or DEFAULT_CPU[role],
+                server.memory or DEFAULT_MEMORY[role],
                 server.weights_uri,
                 memory_plan,
             )
@@ -267,9 +268,16 @@ def make_plan(
     problems += node_limit_problems(len(config.pairs), pool.spare_gpus, per_node, pool.max_nodes)
     pairs: list[PairPlan] = []
     placements = place_pairs(len(config.pairs), per_node)
+    pods_by_node: dict[int, list[tuple[str, list[tuple[str, str, str]]]]] = {}
     for index, (pair, placement) in enumerate(zip(config.pairs, placements, strict=True)):
         pair_plan, pair_problems = plan_pair(pair, index, config, gpu_spec, placement, native, s3_profile)
         problems += pair_problems
         if pair_plan is not None:
             pairs.append(pair_plan)
+            requests = [(s.role, s.cpu, s.memory) for s in pair_plan.servers]
+            pods_by_node.setdefault(placement.node, []).append((f"colo:pairs[{index}]", requests))
+    instance = instance_type(pool.instance_type) if instance_type_known(config) else None
+    if instance is not None:
+        for pods in pods_by_node.values():
+            problems += node_fit_problems(instance, pods)
     return Plan(config, gpu_spec, tuple(pairs), per_node, nodes, native, tuple(problems))

@@ -46,6 +46,7 @@ def write_stack(tmp_path: Path, subnets: list[str], weights_uri: str = WEIGHTS, 
     first = dict(values["pairs"][0])
     first["llm"] = {**first["llm"], "weightsUri": weights_uri}
     values["pairs"] = [first, *values["pairs"][1:]]
+    values["storage"] = {**values.get("storage", {}), "syncImage": "registry.example/colo-sync:0.1.0"}
     config = {
         **stack.others,
         **{

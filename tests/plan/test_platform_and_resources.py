@@ -1,0 +1,69 @@
+"""What the cluster can run: node images colo can manage, GPUs the instances really have, CPU and memory."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from colo.config import parse_stack_config
+from colo.plan.stack import Plan, make_plan
+from colo.stackfiles import load_stack
+
+
+def _plan(stack: str, edit: Any) -> Plan:
+    raw = copy.deepcopy(load_stack(stack).values)
+    edit(raw)
+    return make_plan(parse_stack_config(raw))
+
+
+def _paths(plan: Plan) -> dict[str, str]:
+    return {p.path: p.message for p in plan.problems}
+
+
+def test_default_requests_fit_the_smallest_single_gpu_node() -> None:
+    plan = make_plan(parse_stack_config(load_stack("local").values))
+    assert plan.feasible, plan.problems
+    assert [(s.role, s.cpu, s.memory) for s in plan.pairs[0].servers] == [
+        ("embedding", "1", "6Gi"),
+        ("llm", "2", "20Gi"),
+    ]
+
+
+def test_requests_beyond_what_the_node_can_allocate_are_refused_before_deploy() -> None:
+    def hungry(raw: dict[str, Any]) -> None:
+        raw["pairs"][0]["llm"]["memory"] = "32Gi"
+
+    problems = _paths(_plan("local", hungry))
+    assert "would stay Pending" in problems["colo:pairs[0].llm.memory"]
+
+
+def test_pairs_sharing_a_node_add_up() -> None:
+    def many_cpus(raw: dict[str, Any]) -> None:
+        for pair in raw["pairs"]:
+            pair["llm"]["cpu"] = "16"
+
+    problems = _paths(_plan("prod", many_cpus))  # three pairs on one 48-vCPU g6e.12xlarge
+    assert "g6e.12xlarge" in problems["colo:pairs[0].llm.cpu"]
+
+
+def test_an_existing_pool_with_a_named_instance_type_must_match_the_gpu() -> None:
+    def wrong_gpu(raw: dict[str, Any]) -> None:
+        raw["nodePool"]["gpu"] = "H100"
+
+    assert "carries L40S GPUs" in _paths(_plan("local", wrong_gpu))["colo:nodePool.gpu"]
+
+
+def test_an_existing_pool_without_an_instance_type_is_not_second_guessed() -> None:
+    def unnamed(raw: dict[str, Any]) -> None:
+        raw["nodePool"] = {"mode": "existing", "gpu": "H100", "nodeSelector": {"pool": "h100"}}
+        raw["cluster"]["gpuPairing"] = "dra"
+
+    plan = _plan("local", unnamed)
+    assert "colo:nodePool.gpu" not in _paths(plan)
+
+
+def test_colo_manages_only_node_images_with_an_eks_nvidia_ami() -> None:
+    def generic(raw: dict[str, Any]) -> None:
+        raw["cluster"]["nodeImage"] = "generic-nvidia-runtime"
+
+    assert "mode: existing" in _paths(_plan("prod", generic))["colo:cluster.nodeImage"]
