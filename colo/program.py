@@ -6,30 +6,47 @@ stack never produces a partial deployment.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pulumi
+from pulumi.runtime.config import CONFIG, get_config_env, is_config_secret
 
-from colo.config import CONFIG_KEYS, StackConfig, parse_stack_config
-from colo.errors import InfeasiblePlanError
+from colo.components.errors import ProgramError
+from colo.config import StackConfig, parse_stack_config
+from colo.errors import ColoError, InfeasiblePlanError
 from colo.plan.report import plan_view
 from colo.plan.stack import Plan, make_plan
+from colo.profiles import s3_profile_reader
+
+PREFIX = "colo:"
+
+
+def _colo_keys() -> list[str]:
+    """Every `colo:` key the engine handed over, so an unknown one is an error rather than ignored."""
+    keys = {**get_config_env(), **CONFIG.get()}
+    return sorted(key.removeprefix(PREFIX) for key in keys if key.startswith(PREFIX))
 
 
 def read_config() -> tuple[StackConfig, pulumi.Output[str] | None]:
     cfg = pulumi.Config("colo")
     raw: dict[str, Any] = {}
-    for key in CONFIG_KEYS:
-        value = cfg.get_object(key)
-        if value is not None:
-            raw[key] = value
+    for key in _colo_keys():
+        if key == "hfToken":
+            continue
+        text = cfg.get(key)
+        try:
+            raw[key] = json.loads(text) if text is not None else None
+        except json.JSONDecodeError:
+            raw[key] = text  # a plain string where an object belongs: the schema names the path
     hf_token = cfg.get_secret("hfToken")
-    return parse_stack_config(raw, hf_token_set=hf_token is not None), hf_token
+    plaintext_token = hf_token is not None and not is_config_secret(f"{PREFIX}hfToken")
+    return parse_stack_config(
+        raw, hf_token_set=hf_token is not None, plaintext_token=plaintext_token
+    ), hf_token
 
 
 def plan_stack(config: StackConfig) -> Plan:
-    from colo.cli.plan_cmd import s3_profile_reader
-
     plan = make_plan(config, s3_profile=s3_profile_reader(config))
     if not plan.feasible:
         raise InfeasiblePlanError(list(plan.problems))
@@ -37,8 +54,11 @@ def plan_stack(config: StackConfig) -> Plan:
 
 
 def run() -> None:
-    config, hf_token = read_config()
-    plan = plan_stack(config)
+    try:
+        config, hf_token = read_config()
+        plan = plan_stack(config)
+    except ColoError as error:
+        raise ProgramError(error) from None
     # AWS side (GPU node pool) first: the Kubernetes side depends on its nodes when colo manages them.
     from colo.components.node_pool import declare_node_pool
 

@@ -91,7 +91,10 @@ def load_stack_file(path: Path, *, project_file: Path | None = None, stack: str 
         else:
             others[full] = default
     secret_keys: set[str] = set()
-    for key, value in (_read_yaml(path).get("config") or {}).items():
+    stack_config = _read_yaml(path).get("config") or {}
+    if not isinstance(stack_config, dict):
+        raise ConfigError([Problem(f"{path}: config", "must be a mapping of config keys to values")])
+    for key, value in stack_config.items():
         short, full = _split_key(str(key), name)
         is_secret = isinstance(value, dict) and set(value) == {"secure"}
         if short is None:

@@ -22,4 +22,9 @@ def read_stack_file(args: argparse.Namespace) -> StackFile:
 
 
 def load_config(stack_file: StackFile) -> StackConfig:
-    return parse_stack_config(stack_file.values, hf_token_set="hfToken" in stack_file.values)
+    token = "hfToken" in stack_file.values
+    return parse_stack_config(
+        stack_file.values,
+        hf_token_set=token,
+        plaintext_token=token and "hfToken" not in stack_file.secret_keys,
+    )

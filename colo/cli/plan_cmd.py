@@ -9,7 +9,8 @@ from typing import Any
 from colo.cli.common import add_stack_arguments, load_config, read_stack_file
 from colo.config import StackConfig
 from colo.plan.report import plan_view
-from colo.plan.stack import Plan, S3Profile, make_plan
+from colo.plan.stack import Plan, make_plan
+from colo.profiles import s3_profile_reader
 
 EXIT_OK, EXIT_INFEASIBLE = 0, 1
 
@@ -31,17 +32,6 @@ COLUMNS = [
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_stack_arguments(parser)
     parser.add_argument("--format", choices=("table", "markdown", "json"), default="table")
-
-
-def s3_profile_reader(config: StackConfig) -> S3Profile | None:
-    """boto3 is only needed when a model's profile lives in S3."""
-    servers = [s for p in config.pairs for s in (p.llm, p.embedding, p.reranker) if s is not None]
-    if not any(s.profile and s.profile.startswith("s3://") for s in servers):
-        return None
-    from colo.aws.s3_profile import read_s3_profile
-
-    reader: S3Profile = read_s3_profile
-    return reader
 
 
 def build_plan(config: StackConfig) -> Plan:

@@ -18,13 +18,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # Imported here so that `colo plan` never loads Pulumi.
+    from colo.components.errors import ProgramError
     from colo.mock_run import run_program
     from colo.render import write_render
 
     stack_file = read_stack_file(args)
-    # ConfigError / InfeasiblePlanError raised by the program surface here, before anything is written,
-    # and colo.cli.main turns them into exit codes 2 and 1.
-    program_run = run_program(stack_file, preview=args.preview)
+    try:
+        program_run = run_program(stack_file, preview=args.preview)
+    except ProgramError as exc:
+        # The program refused the config or the plan before registering anything; nothing is written,
+        # and colo.cli.main turns the original error into exit code 2 (config) or 1 (plan).
+        raise exc.error from None
     written = write_render(program_run, stack_file.stack, args.out)
     print(f"wrote {len(written) - 2} Kubernetes objects and summary.md/summary.json to {args.out}")
     return 0

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
+from colo.components.errors import ProgramError
 from colo.config.schema import StackConfig
 from colo.errors import ConfigError
 from colo.plan.instance_check import ReportedGpus, gpu_mismatch_problems
@@ -125,7 +126,7 @@ class GpuNodePool(pulumi.ComponentResource):
             )
             problems = gpu_mismatch_problems(spec.gpu, spec.gpus_per_node, answer)
             if problems:
-                raise ConfigError(problems)
+                raise ProgramError(ConfigError(problems))
             return spec.instance_type
 
         return reported.apply(verify)

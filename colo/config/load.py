@@ -38,13 +38,23 @@ def _message(error: Mapping[str, Any]) -> str:
     return message.removeprefix("Value error, ")
 
 
-def parse_stack_config(raw: Mapping[str, Any], *, hf_token_set: bool = False) -> StackConfig:
+def parse_stack_config(
+    raw: Mapping[str, Any], *, hf_token_set: bool = False, plaintext_token: bool = False
+) -> StackConfig:
     """Validate every top-level key at once so the user sees all problems in one run."""
     unknown = [key for key in raw if key not in CONFIG_KEYS and key not in SECRET_KEYS]
     problems = [
         Problem(f"{PROJECT}:{key}", f"unknown config key; known keys are {', '.join(CONFIG_KEYS)}")
         for key in unknown
     ]
+    if plaintext_token:
+        problems.append(
+            Problem(
+                f"{PROJECT}:hfToken",
+                "is stored in plain text in the stack file; remove it and run "
+                "`pulumi config set --secret hfToken <token>` so only ciphertext is committed",
+            )
+        )
     values = {key: raw[key] for key in CONFIG_KEYS if key in raw and raw[key] is not None}
     values["hfTokenSet"] = hf_token_set
     try:

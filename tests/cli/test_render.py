@@ -119,3 +119,39 @@ def test_infeasible_plan_exits_1_and_writes_nothing(
     assert main(["render", "--config", str(stack), "--out", str(out)]) == 1
     assert "colo:cluster.gpuPairing" in capsys.readouterr().err
     assert not out.exists()
+
+
+def _local_with(tmp_path: Path, **config: object) -> Path:
+    source = yaml.safe_load(Path("stacks/Pulumi.local.yaml").read_text())
+    source["config"].update(config)
+    stack = tmp_path / "Pulumi.edited.yaml"
+    stack.write_text(yaml.safe_dump(source))
+    return stack
+
+
+def test_an_unknown_colo_key_is_refused_by_the_program_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stack = _local_with(tmp_path, **{"colo:pair": [{"name": "typo"}]})
+    assert main(["render", "--config", str(stack), "--out", str(tmp_path / "out")]) == 2
+    assert "colo:pair: unknown config key" in capsys.readouterr().err
+
+
+def test_a_plaintext_hf_token_is_refused_with_the_secret_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stack = _local_with(tmp_path, **{"colo:hfToken": "hf_plaintext"})
+    assert main(["render", "--config", str(stack), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "pulumi config set --secret hfToken" in err
+    assert "hf_plaintext" not in err
+    assert main(["plan", "--config", str(stack)]) == 2
+
+
+def test_a_stack_file_whose_config_is_not_a_mapping_is_an_error_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stack = tmp_path / "Pulumi.odd.yaml"
+    stack.write_text("config: 3\n")
+    assert main(["plan", "--config", str(stack)]) == 2
+    assert "must be a mapping" in capsys.readouterr().err

@@ -1,0 +1,16 @@
+"""Which reader a stack needs for its model profiles: boto3 is loaded only when a profile lives in S3."""
+
+from __future__ import annotations
+
+from colo.config import StackConfig
+from colo.plan.stack import S3Profile
+
+
+def s3_profile_reader(config: StackConfig) -> S3Profile | None:
+    servers = [s for p in config.pairs for s in (p.llm, p.embedding, p.reranker) if s is not None]
+    if not any(s.profile and s.profile.startswith("s3://") for s in servers):
+        return None
+    from colo.aws.s3_profile import read_s3_profile
+
+    reader: S3Profile = read_s3_profile
+    return reader
