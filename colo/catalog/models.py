@@ -40,6 +40,12 @@ def _resolved_config(model_id: str) -> dict[str, Any]:
     return config
 
 
+def is_gated(model_id: str) -> bool:
+    """Whether downloading the model from the Hub needs an accepted licence and a token."""
+    entry = _entries().get(model_id)
+    return bool(entry and entry.get("gated"))
+
+
 def catalog_ids() -> list[str]:
     return sorted(_entries())
 

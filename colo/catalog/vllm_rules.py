@@ -43,6 +43,7 @@ class VllmRules:
     cublas_in_baseline: bool
     error_names_device: bool
     topk_topp_sorts: bool
+    uuid_in_cuda_visible_devices: bool
     source: str
 
     @property
@@ -130,14 +131,6 @@ def constants() -> dict[str, Any]:
     return dict(data["constants"])
 
 
-# vLLM resolves a full GPU UUID in CUDA_VISIBLE_DEVICES through NVML (nvmlDeviceGetHandleByUUID in
-# NvmlCudaPlatform.device_control_id_to_physical_device_id) from 0.24.0; earlier releases int() every
-# entry and crash with "invalid literal for int()" (vllm#13815, #20939, #41848 on 0.20.1). The boundary
-# was observed in the released images: 0.22.0 crashes, 0.24.0 and 0.25.1 resolve
-# (noonghunna/club-3090#750). Abbreviated UUIDs still fail everywhere (vllm#51677), so colo passes the
-# full one.
-CUDA_VISIBLE_DEVICES_UUID_FROM = (0, 24)
-
-
 def accepts_gpu_uuid_in_cuda_visible_devices(version: str) -> bool:
-    return parse_version(version) >= CUDA_VISIBLE_DEVICES_UUID_FROM
+    """Abbreviated UUIDs fail in every release (vllm#51677), so colo only ever passes the full one."""
+    return rules_for(version).uuid_in_cuda_visible_devices

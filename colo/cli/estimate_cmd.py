@@ -15,15 +15,12 @@ from colo.plan.budget import ProcessSpec, size_process
 from colo.plan.engine_limits import resolve_limits
 from colo.plan.report import budget_view
 
-LATEST = supported_range()[1]
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model", required=True, help="catalog model id, a config.json, or a model directory"
     )
     parser.add_argument("--gpu", required=True, help=f"one of: {', '.join(gpu_names())}")
-    parser.add_argument("--vllm-version", default=LATEST)
+    parser.add_argument("--vllm-version", default=supported_range()[1], help="default: the newest mirrored")
     parser.add_argument("--gpu-memory-utilization", type=float)
     parser.add_argument("--max-model-len", type=int)
     parser.add_argument("--max-num-seqs", type=int)
@@ -63,6 +60,9 @@ def run(args: argparse.Namespace) -> int:
         rules = rules_for(args.vllm_version)
     except (KeyError, ValueError) as exc:
         raise ConfigError([Problem("--gpu/--vllm-version", str(exc.args[0]))]) from None
+    util = args.gpu_memory_utilization
+    if util is not None and not 0 < util < 1:
+        raise ConfigError([Problem("--gpu-memory-utilization", f"{util} is not a fraction between 0 and 1")])
     arch = _architecture(args.model)
     if args.quantization:
         arch = arch.with_quantization(args.quantization)

@@ -92,6 +92,10 @@ def render_text(view: dict[str, Any], markdown: bool) -> str:
                 lines.append(f"note ({server['name']}): {note}")
             args = json.dumps(server["vllm_args"])
             lines.append(f"{server['name']} ({server['image']}): vllm serve {args}")
+    if view["warnings"]:
+        lines.append("")
+        lines.append(f"{title}Warnings" if markdown else "WARNINGS:")
+        lines += [f"- {w['path']}: {w['message']}" for w in view["warnings"]]
     if view["problems"]:
         lines.append("")
         lines.append(f"{title}Problems" if markdown else "PROBLEMS:")

@@ -159,19 +159,26 @@ def _size_one(request: ServerRequest, free_before: int, margin: int, last: bool)
     return ServerPlan(request.role, request.config_path, budget, derived, decision, tuple(notes))
 
 
+def _resident_limit_util(b: ProcessBudget, free_before: int, margin: int) -> float:
+    """The highest utilization whose process, context and out-of-budget graphs still leave `margin` free."""
+    outside = b.context_bytes + b.post_profile_bytes + (0 if b.graph_estimate_in_budget else b.graphs.bytes)
+    return _util_down(free_before - outside - margin, b.spec.gpu.cuda_total_bytes)
+
+
 def _explain(server: ServerPlan, free_before: int, margin: int) -> list[Problem]:
     b = server.budget
     path = server.config_path
     gib = 1024**3
     problems: list[Problem] = []
+    limit = _resident_limit_util(b, free_before, margin)
     if not b.startup.ok:
         problems.append(
             Problem(
                 f"{path}.gpuMemoryUtilization",
                 f"{b.startup.message} [vLLM's startup check: this server starts after the ones before it hold "
-                f"{(b.spec.gpu.cuda_total_bytes - free_before) / gib:.2f} GiB; fix: lower its utilization to at most "
-                f"{_util_down(b.startup.free_bytes, b.spec.gpu.cuda_total_bytes):.3f} or drop the override so colo "
-                f"derives it]",
+                f"{(b.spec.gpu.cuda_total_bytes - free_before) / gib:.2f} GiB; fix: set its utilization to at most "
+                f"{limit:.3f} (what fits beside its CUDA context, graphs outside vLLM's budget and the safety "
+                f"margin) or drop the override so colo derives it]",
             )
         )
     for error in b.errors:
@@ -193,7 +200,7 @@ def _explain(server: ServerPlan, free_before: int, margin: int) -> list[Problem]
                 f"{error} [weights {b.weights_bytes / gib:.2f} GiB, activations {b.activation_bytes / gib:.2f} GiB, "
                 f"CUDA graphs {b.graphs.bytes / gib:.2f} GiB leave {b.kv_bytes / gib:.2f} GiB of KV cache{hint}; "
                 f"fixes: lower maxModelLen, set kvCacheDtype: fp8, use a smaller or quantized model, or give this "
-                f"pair a larger GPU]",
+                f"pair a larger GPU{_margin_fix(server, margin)}]",
             )
         )
     if b.startup.ok and not b.errors and b.footprint_bytes > free_before:
@@ -203,8 +210,8 @@ def _explain(server: ServerPlan, free_before: int, margin: int) -> list[Problem]
                 f"out of memory after startup: this server needs {b.footprint_bytes / gib:.2f} GiB resident "
                 f"(CUDA context {b.context_bytes / gib:.2f}, graphs outside vLLM's budget "
                 f"{0 if b.graph_estimate_in_budget else b.graphs.bytes / gib:.2f}) but only "
-                f"{free_before / gib:.2f} GiB is free; fixes: lower its utilization, shrink cudagraphCaptureSizes, "
-                f"or set enforceEager",
+                f"{free_before / gib:.2f} GiB is free; fixes: set its utilization to at most {limit:.3f}, shrink "
+                f"cudagraphCaptureSizes, or set enforceEager",
             )
         )
     elif b.ok and b.footprint_bytes > free_before - margin:
@@ -212,10 +219,17 @@ def _explain(server: ServerPlan, free_before: int, margin: int) -> list[Problem]
             Problem(
                 path,
                 f"leaves {(free_before - b.footprint_bytes) / 2**20:.0f} MiB free, less than the safety margin of "
-                f"{margin / 2**20:.0f} MiB (colo:budget.safetyMarginMiB); lower its utilization",
+                f"{margin / 2**20:.0f} MiB (colo:budget.safetyMarginMiB); set its utilization to at most {limit:.3f}",
             )
         )
     return problems
+
+
+def _margin_fix(server: ServerPlan, margin: int) -> str:
+    """When colo derived the utilization, the safety margin is one of the things that squeezed it."""
+    if not server.utilization_derived or margin == 0:
+        return ""
+    return f", or lower colo:budget.safetyMarginMiB ({margin // MIB} MiB now)"
 
 
 def plan_gpu(gpu: GpuSpec, requests: list[ServerRequest], safety_margin_mib: int) -> GpuPlan:
@@ -235,10 +249,11 @@ def plan_gpu(gpu: GpuSpec, requests: list[ServerRequest], safety_margin_mib: int
         ):
             problems.append(
                 Problem(
-                    f"{request.config_path}.maxNumSeqs",
+                    f"{request.config_path}.maxModelLen",
                     f"KV cache holds {server.budget.capacity.max_concurrency:.2f} concurrent max-length requests, "
-                    f"fewer than the {request.target_requests:g} this server is planned for; lower maxModelLen or "
-                    f"use kvCacheDtype: fp8",
+                    f"fewer than the {request.target_requests:g} this server is planned for "
+                    f"(colo:budget.{'llmMinConcurrency' if request.role == 'llm' else 'embeddingConcurrency'}); "
+                    f"lower maxModelLen or use kvCacheDtype: fp8{_margin_fix(server, margin)}",
                 )
             )
         servers.append(server)

@@ -109,4 +109,5 @@ def plan_view(plan: Plan) -> dict[str, Any]:
         "ordered_start": "native sidecar" if plan.native_sidecars else "health wait",
         "pairs": [pair_view(p) for p in plan.pairs],
         "problems": [{"path": p.path, "message": p.message} for p in plan.problems],
+        "warnings": [{"path": p.path, "message": p.message} for p in plan.warnings],
     }

@@ -19,6 +19,7 @@ from colo.errors import Problem
 from colo.plan.budget import ProcessSpec
 from colo.plan.colocate import GpuPlan, ServerPlan, ServerRequest, plan_gpu
 from colo.plan.engine_limits import resolve_limits
+from colo.plan.hub_access import hub_access_warnings
 from colo.plan.placement import Placement, node_count, node_limit_problems, place_pairs
 from colo.plan.platform import gpus_per_node, instance_type_known, platform_problems, uses_native_sidecars
 from colo.plan.probes import IMAGE_PULL_S, ProbeBudget, startup_budget
@@ -81,6 +82,7 @@ class Plan:
     node_count: int
     native_sidecars: bool
     problems: tuple[Problem, ...]
+    warnings: tuple[Problem, ...] = ()  # worth a look before deploying, but no reason to refuse
 
     @property
     def feasible(self) -> bool:
@@ -194,6 +196,16 @@ def plan_pair(
         except ArchitectureError as exc:
             problems.append(Problem(f"{path}.profile" if server.profile else f"{path}.model", str(exc)))
             continue
+        if server.speculative and server.speculative.method == "mtp" and arch.mtp_layers == 0:
+            problems.append(
+                Problem(
+                    f"{path}.speculative.method",
+                    f"{server.model} has no multi-token-prediction layers (its config sets no "
+                    f"mtp_num_hidden_layers or num_nextn_predict_layers), so vLLM cannot start with method mtp; "
+                    f"use a draft model method (eagle, eagle3, ngram) or drop speculative",
+                )
+            )
+            continue
         spec = _process_spec(server, role, arch, gpu_spec, rules, config)
         target = config.budget.llm_min_concurrency if role == "llm" else config.budget.embedding_concurrency
         eager = (
@@ -280,4 +292,13 @@ def make_plan(
     if instance is not None:
         for pods in pods_by_node.values():
             problems += node_fit_problems(instance, pods)
-    return Plan(config, gpu_spec, tuple(pairs), per_node, nodes, native, tuple(problems))
+    return Plan(
+        config,
+        gpu_spec,
+        tuple(pairs),
+        per_node,
+        nodes,
+        native,
+        tuple(problems),
+        tuple(hub_access_warnings(config)),
+    )

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 
-from colo.catalog.vllm_rules import parse_version
 from colo.plan.budget import ProcessBudget, capture_sizes_for
 
 PORTS = {"llm": 8000, "embedding": 8001, "reranker": 8002}
@@ -23,7 +22,6 @@ def vllm_arguments(
     budget: ProcessBudget, *, role: str, model: str, served_name: str, model_path: str, extra_args: list[str]
 ) -> list[str]:
     spec = budget.spec
-    version = parse_version(spec.vllm_version)
     args = [
         model_path,
         "--served-model-name",
@@ -64,6 +62,6 @@ def vllm_arguments(
             "num_speculative_tokens": spec.num_speculative_tokens,
         }
         args += ["--speculative-config", json.dumps(speculative, separators=(",", ":"))]
-    if version >= (0, 11) and role != "llm":
+    if role != "llm":  # per-interval throughput logs of an embedding server are noise
         args.append("--disable-log-stats")
     return args + list(extra_args)

@@ -125,3 +125,33 @@ def test_estimate_with_fixed_kv_bytes_derives_tokens_from_them(capsys: pytest.Ca
 def test_estimate_refuses_an_unknown_gpu_with_the_known_ones(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["estimate", "--model", "Qwen/Qwen3-8B", "--gpu", "T4"]) == 2
     assert "L40S" in capsys.readouterr().err
+
+
+def test_estimate_refuses_a_utilization_outside_zero_and_one(capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        main(["estimate", "--model", "Qwen/Qwen3-8B", "--gpu", "L40S", "--gpu-memory-utilization", "1.5"])
+        == 2
+    )
+    assert "--gpu-memory-utilization" in capsys.readouterr().err
+
+
+def test_mtp_on_a_model_without_mtp_layers_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def mtp(values: dict) -> None:  # type: ignore[type-arg]
+        values["pairs"][0]["llm"]["speculative"] = {"method": "mtp", "numSpeculativeTokens": 1}
+
+    assert main(["plan", "--config", str(_stack_file(tmp_path, mtp))]) == 1
+    assert "colo:pairs[0].llm.speculative.method" in capsys.readouterr().out
+
+
+def test_a_gated_model_without_a_token_is_flagged_but_still_planned(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def gated(values: dict) -> None:  # type: ignore[type-arg]
+        values["pairs"][0]["llm"]["model"] = "meta-llama/Llama-3.1-8B-Instruct"
+        values["pairs"][0]["llm"]["maxModelLen"] = 16384
+
+    assert main(["plan", "--config", str(_stack_file(tmp_path, gated))]) == 0
+    out = capsys.readouterr().out
+    assert "WARNINGS:" in out and "colo:pairs[0].llm.model" in out and "hfToken" in out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -25,7 +26,10 @@ def test_embedding_008_plus_llm_092_fails_the_llms_startup_check_in_vllms_words(
     message = llm_problems[0].message
     assert "Free memory on device cuda:0" in message
     assert "(0.92, 40.84 GiB)" in message  # ceil(44.39 GiB x 0.92), as vLLM prints it
-    assert "lower its utilization to at most" in message
+    suggested = float(re.search(r"set its utilization to at most (0\.\d+)", message).group(1))  # type: ignore[union-attr]
+    # The suggested value is one that really works, contexts and safety margin included.
+    retry = make_plan(parse_stack_config(field_report_raw(llm_util=suggested)))
+    assert all(not p.path.startswith("colo:pairs[0].llm") for p in retry.problems), retry.problems
 
 
 def test_embedding_008_plus_llm_087_passes_on_all_three_gpus(field_report: StackConfig) -> None:
@@ -62,6 +66,19 @@ def test_moe_pair_kv_cache_is_tight_on_an_l40s(field_report: StackConfig) -> Non
     assert moe.capacity is not None
     assert 1.5 * GIB < moe.kv_bytes < 3.5 * GIB  # the report: ~2.3 GB of KV cache
     assert 40_000 < moe.capacity.tokens < 70_000  # the report: ~53K tokens
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="colo predicts 61,248 tokens from 2.61 GiB of KV; the report says ~53K from 2.3 GB. The gap is "
+    "~0.35 GiB of non-KV memory colo does not see (candidates: the multimodal encoder's profile run, "
+    "MTP weights kept in bf16, the report's unstated limits); see the closing note of the planning issue",
+)
+def test_moe_kv_tokens_are_within_ten_percent_of_the_report(field_report: StackConfig) -> None:
+    plan = make_plan(field_report)
+    moe = next(p for p in plan.pairs if p.name == "qwen35b-moe").llm.memory_plan.budget
+    assert moe.capacity is not None
+    assert moe.capacity.tokens == pytest.approx(53_000, rel=0.10)
 
 
 def test_moe_graph_phase_does_not_fit_at_087_when_graphs_are_outside_the_budget() -> None:
@@ -103,6 +120,7 @@ def test_derived_utilizations_leave_the_stated_margin_on_every_gpu() -> None:
     assert plan.feasible, plan.problems
     for pair in plan.pairs:
         assert pair.gpu_plan.free_bytes >= pair.gpu_plan.safety_margin_bytes
-        # Not the report's blanket 0.95: the LLM takes what contexts, graphs and the margin leave.
+        # The LLM takes what contexts, graphs and the margin leave: colo arrives, from the arithmetic alone,
+        # at the operating point the report reached by trial and error.
         assert pair.gpu_plan.free_bytes < pair.gpu_plan.safety_margin_bytes + 64 * 2**20
-        assert sum(s.memory_plan.utilization for s in pair.servers) != pytest.approx(0.95, abs=0.005)
+        assert pair.gpu_plan.used_bytes / 2**20 == pytest.approx(MEASURED_USED_MIB[pair.name], rel=0.01)
