@@ -15,6 +15,7 @@ from colo.plan.budget import ProcessSpec, size_process
 from colo.plan.engine_limits import resolve_limits
 from colo.plan.report import budget_view
 
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model", required=True, help="catalog model id, a config.json, or a model directory"

@@ -288,6 +288,15 @@ def make_plan(
             pairs.append(pair_plan)
             requests = [(s.role, s.cpu, s.memory) for s in pair_plan.servers]
             pods_by_node.setdefault(placement.node, []).append((f"colo:pairs[{index}]", requests))
+    used_nodes = len(pods_by_node)
+    if used_nodes > 1 and config.storage.access_mode == "ReadWriteOnce":
+        problems.append(
+            Problem(
+                "colo:storage.accessMode",
+                f"the pairs run on {used_nodes} nodes, but a ReadWriteOnce volume attaches to one node only; use "
+                f"ReadWriteMany or ReadOnlyMany with a storage class that supports it (EFS, say)",
+            )
+        )
     instance = instance_type(pool.instance_type) if instance_type_known(config) else None
     if instance is not None:
         for pods in pods_by_node.values():

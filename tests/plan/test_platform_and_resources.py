@@ -67,3 +67,11 @@ def test_colo_manages_only_node_images_with_an_eks_nvidia_ami() -> None:
         raw["cluster"]["nodeImage"] = "generic-nvidia-runtime"
 
     assert "mode: existing" in _paths(_plan("prod", generic))["colo:cluster.nodeImage"]
+
+
+def test_one_read_write_once_volume_cannot_serve_pairs_on_several_nodes() -> None:
+    def spread(raw: dict[str, Any]) -> None:
+        raw["nodePool"]["instanceType"] = "g6e.2xlarge"  # one GPU a node: three pairs, three nodes
+        raw["nodePool"]["spareGpus"] = 0
+
+    assert "ReadWriteMany" in _paths(_plan("prod", spread))["colo:storage.accessMode"]
