@@ -23,6 +23,7 @@ from colo.plan.placement import Placement, node_count, node_limit_problems, plac
 from colo.plan.platform import gpus_per_node, instance_type_known, platform_problems, uses_native_sidecars
 from colo.plan.probes import IMAGE_PULL_S, ProbeBudget, startup_budget
 from colo.plan.resources import DEFAULT_CPU, DEFAULT_MEMORY, node_fit_problems
+from colo.plan.scheduling import DevicePluginPlan, device_plugin, gpu_tolerations, node_selector
 from colo.plan.vllm_args import PORTS, vllm_arguments
 from colo.stackfiles import REPO_ROOT
 
@@ -81,15 +82,13 @@ class Plan:
     node_count: int
     native_sidecars: bool
     problems: tuple[Problem, ...]
+    node_selector: dict[str, str]  # what every GPU pod selects
+    tolerations: tuple[dict[str, str], ...]  # what every GPU pod tolerates
+    device_plugin: DevicePluginPlan | None  # None: DRA, or the node image brings its own plugin
 
     @property
     def feasible(self) -> bool:
         return not self.problems
-
-    @property
-    def servers_per_gpu(self) -> int:
-        """The most servers any pair puts on its GPU: how many time-slices a shared GPU must offer."""
-        return max((len(pair.servers) for pair in self.pairs), default=0)
 
 
 def _architecture(server: ServerSpec, path: str, s3_profile: S3Profile | None) -> ModelArchitecture:
@@ -249,6 +248,7 @@ def make_plan(
 ) -> Plan:
     """Plan every pair. Problems are collected, never raised, so `colo plan` can show them all."""
     problems = platform_problems(config)
+    selector, tolerations = node_selector(config), gpu_tolerations()
     try:
         gpu_spec = gpu_override or gpu(config.node_pool.gpu)
     except KeyError as exc:
@@ -260,6 +260,9 @@ def make_plan(
             0,
             False,
             (*problems, Problem("colo:nodePool.gpu", str(exc.args[0]))),
+            node_selector=selector,
+            tolerations=tolerations,
+            device_plugin=None,
         )
     per_node = gpus_per_node(config) or 1
     native = uses_native_sidecars(config)
@@ -280,4 +283,17 @@ def make_plan(
     if instance is not None:
         for pods in pods_by_node.values():
             problems += node_fit_problems(instance, pods)
-    return Plan(config, gpu_spec, tuple(pairs), per_node, nodes, native, tuple(problems))
+    # A shared GPU offers as many time-slices as the largest pair has servers.
+    servers_per_gpu = max((len(pair.servers) for pair in pairs), default=0)
+    return Plan(
+        config,
+        gpu_spec,
+        tuple(pairs),
+        per_node,
+        nodes,
+        native,
+        tuple(problems),
+        node_selector=selector,
+        tolerations=tolerations,
+        device_plugin=device_plugin(config, servers_per_gpu),
+    )
