@@ -17,6 +17,10 @@ from colo.plan.stack import MODEL_ROOT, Server
 RUN_AS = 10001  # no meaning inside the image; above 10000 so it maps to no host account
 CACHE_DIR = "/cache"  # HOME, Hugging Face, vLLM, torch.compile and Triton caches all land here
 HEALTH_PATH = "/health"
+# Kubernetes waits 1 s for a probe by default. A vLLM server busy with a long prefill can take longer than
+# that to answer /health, and three such misses in a row would restart a healthy server.
+RUNNING_PROBE_TIMEOUT_S = 5
+RUNNING_PROBE_FAILURES = 3
 # Tensor parallelism is 1 in every pair, so /dev/shm only carries small IPC buffers between vLLM's
 # processes; memory-backed, it counts against the container's memory limit.
 SHM_SIZE = "1Gi"
@@ -127,7 +131,12 @@ def startup_probe(server: Server) -> k8s.core.v1.ProbeArgs:
 
 def running_probe(server: Server) -> k8s.core.v1.ProbeArgs:
     """Readiness and liveness: they start after the startup probe passed, so no initial delay."""
-    return k8s.core.v1.ProbeArgs(http_get=_health(server), period_seconds=server.probe.period_seconds)
+    return k8s.core.v1.ProbeArgs(
+        http_get=_health(server),
+        period_seconds=server.probe.period_seconds,
+        timeout_seconds=RUNNING_PROBE_TIMEOUT_S,
+        failure_threshold=RUNNING_PROBE_FAILURES,
+    )
 
 
 def health_url(server: Server) -> str:

@@ -175,6 +175,19 @@ def test_probes_follow_the_plan_and_never_delay_readiness_or_liveness(
                 assert "initialDelaySeconds" not in container[probe]
 
 
+def test_readiness_and_liveness_give_a_busy_server_five_seconds_to_answer(
+    checked_in_run: Callable[[str, bool], ProgramRun],
+) -> None:
+    for spec in _pods(checked_in_run("prod", False)):
+        for container in containers_in_start_order(spec):
+            if container["name"] == "gpu-uuid":
+                continue
+            for probe in ("readinessProbe", "livenessProbe"):
+                assert container[probe]["httpGet"]["path"] == "/health"
+                assert container[probe]["timeoutSeconds"] == 5
+            assert container["livenessProbe"]["failureThreshold"] == 3
+
+
 def test_deployment_recreates_replaces_first_and_waits_as_long_as_the_plan_says(
     checked_in_run: Callable[[str, bool], ProgramRun],
 ) -> None:
