@@ -24,7 +24,8 @@ def read_config() -> tuple[StackConfig, pulumi.Output[str] | None]:
         if value is not None:
             raw[key] = value
     hf_token = cfg.get_secret("hfToken")
-    return parse_stack_config(raw, hf_token_set=hf_token is not None), hf_token
+    region = pulumi.Config("aws").get("region")
+    return parse_stack_config(raw, hf_token_set=hf_token is not None, aws_region=region), hf_token
 
 
 def plan_stack(config: StackConfig) -> Plan:

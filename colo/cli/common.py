@@ -22,4 +22,9 @@ def read_stack_file(args: argparse.Namespace) -> StackFile:
 
 
 def load_config(stack_file: StackFile) -> StackConfig:
-    return parse_stack_config(stack_file.values, hf_token_set="hfToken" in stack_file.values)
+    region = stack_file.others.get("aws:region")
+    return parse_stack_config(
+        stack_file.values,
+        hf_token_set="hfToken" in stack_file.values,
+        aws_region=str(region) if region else None,
+    )
