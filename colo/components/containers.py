@@ -12,7 +12,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from colo.components.pod_scripts import SCRIPTS_DIR
-from colo.plan.stack import MODEL_ROOT, Server
+from colo.plan.model_volume import MODEL_ROOT
+from colo.plan.stack import Server
 
 RUN_AS = 10001  # no meaning inside the image; above 10000 so it maps to no host account
 CACHE_DIR = "/cache"  # HOME, Hugging Face, vLLM, torch.compile and Triton caches all land here

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from colo.plan.stack import MODEL_ROOT
+from colo.plan.model_volume import MODEL_ROOT
 
 
 @dataclass(frozen=True)

@@ -19,21 +19,17 @@ from colo.errors import Problem
 from colo.plan.budget import ProcessSpec
 from colo.plan.colocate import GpuPlan, ServerPlan, ServerRequest, plan_gpu
 from colo.plan.engine_limits import resolve_limits
+from colo.plan.model_volume import weights_dir
 from colo.plan.placement import Placement, node_count, node_limit_problems, place_pairs
 from colo.plan.platform import gpus_per_node, instance_type_known, platform_problems, uses_native_sidecars
 from colo.plan.probes import IMAGE_PULL_S, ProbeBudget, startup_budget
 from colo.plan.resources import DEFAULT_CPU, DEFAULT_MEMORY, node_fit_problems
 from colo.plan.scheduling import DevicePluginPlan, device_plugin, gpu_tolerations, node_selector
 from colo.plan.vllm_args import PORTS, vllm_arguments
+from colo.plan.weight_sync_step import WeightSyncStep, weight_sync_step
 from colo.stackfiles import REPO_ROOT
 
 S3Profile = Callable[[str, str], ModelArchitecture]
-MODEL_ROOT = "/models"  # where the model volume is mounted in every container
-
-
-def weights_dir(pair: str, role: str) -> str:
-    """Where a server's weights copied from weightsUri live on the model volume."""
-    return f"{MODEL_ROOT}/{pair}/{role}"
 
 
 @dataclass(frozen=True)
@@ -58,6 +54,8 @@ class PairPlan:
     servers: tuple[Server, ...]  # in start order; the last is the LLM
     gpu_plan: GpuPlan
     placement: Placement
+    weight_syncs: tuple[WeightSyncStep, ...] = ()  # init containers ahead of every server, in start order
+    service_account: str | None = None  # storage.syncServiceAccount, for pods that copy from S3
 
     @property
     def llm(self) -> Server:
@@ -69,8 +67,10 @@ class PairPlan:
 
     @property
     def rollout_seconds(self) -> int:
-        """Worst case from pod creation to every server healthy: image pull, then each startup budget."""
-        return IMAGE_PULL_S + sum(server.probe.own_seconds for server in self.servers)
+        """Worst case from pod creation to every server healthy: image pull, a first copy of the weights
+        synced from S3, then each startup budget."""
+        syncs = sum(step.seconds for step in self.weight_syncs)
+        return IMAGE_PULL_S + syncs + sum(server.probe.own_seconds for server in self.servers)
 
 
 @dataclass(frozen=True)
@@ -240,7 +240,10 @@ def plan_pair(
                 memory_plan,
             )
         )
-    return PairPlan(pair.name, tuple(servers), gpu_plan, placement), list(gpu_plan.problems)
+    syncs = tuple(step for s in servers if (step := weight_sync_step(pair.name, s, config)) is not None)
+    account = config.storage.sync_service_account if syncs else None
+    pair_plan = PairPlan(pair.name, tuple(servers), gpu_plan, placement, syncs, account)
+    return pair_plan, list(gpu_plan.problems)
 
 
 def make_plan(
