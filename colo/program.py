@@ -41,8 +41,9 @@ def read_config() -> tuple[StackConfig, pulumi.Output[str] | None]:
             raw[key] = text  # a plain string where an object belongs: the schema names the path
     hf_token = cfg.get_secret("hfToken")
     plaintext_token = hf_token is not None and not is_config_secret(f"{PREFIX}hfToken")
+    region = pulumi.Config("aws").get("region")
     return parse_stack_config(
-        raw, hf_token_set=hf_token is not None, plaintext_token=plaintext_token
+        raw, hf_token_set=hf_token is not None, plaintext_token=plaintext_token, aws_region=region
     ), hf_token
 
 

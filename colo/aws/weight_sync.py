@@ -31,7 +31,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from colo.aws.clients import client
 from colo.aws.s3_integrity import mismatch, remote_integrity
 from colo.aws.s3_uri import S3Prefix, parse_s3_prefix
-from colo.plan.weight_sync_step import COMPLETE_MARKER  # written last; servers start only when it exists
+from colo.plan.model_volume import COMPLETE_MARKER  # written last; servers start only when it exists
 
 STAGING_STATE = ".colo-staging.json"
 PART_SUFFIX = ".part"

@@ -23,8 +23,10 @@ def read_stack_file(args: argparse.Namespace) -> StackFile:
 
 def load_config(stack_file: StackFile) -> StackConfig:
     token = "hfToken" in stack_file.values
+    region = stack_file.others.get("aws:region")
     return parse_stack_config(
         stack_file.values,
         hf_token_set=token,
         plaintext_token=token and "hfToken" not in stack_file.secret_keys,
+        aws_region=str(region) if region else None,
     )

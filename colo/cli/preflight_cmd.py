@@ -32,7 +32,7 @@ def render(checks: list[Check]) -> str:
 def run(args: argparse.Namespace) -> int:
     stack_file = read_stack_file(args)
     config = load_config(stack_file)
-    region = args.region or stack_file.others.get("aws:region")
+    region = args.region or config.aws_region
     # The GPU and GPUs per node the budget uses; model profiles are not read here (checked below).
     plan = make_plan(config)
     try:

@@ -1,4 +1,5 @@
-"""Container and pod pieces every vLLM server shares: security, volumes, probes, environment.
+"""Container and pod pieces every vLLM server shares: security, volumes, probes, environment; and the
+init container that copies weights from S3 into the model volume.
 
 The official vllm/vllm-openai image declares no USER and runs as root. Nothing in vLLM needs root: it
 needs a writable HOME and cache (an emptyDir here) and read access to the image's Python tree, so colo
@@ -12,16 +13,24 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from colo.components.pod_scripts import SCRIPTS_DIR
-from colo.plan.stack import MODEL_ROOT, Server
+from colo.plan.model_volume import MODEL_ROOT
+from colo.plan.stack import Server
+from colo.plan.weight_sync_step import WeightSyncStep
 
 RUN_AS = 10001  # no meaning inside the image; above 10000 so it maps to no host account
 CACHE_DIR = "/cache"  # HOME, Hugging Face, vLLM, torch.compile and Triton caches all land here
 HEALTH_PATH = "/health"
+# Kubernetes waits 1 s for a probe by default. A vLLM server busy with a long prefill can take longer than
+# that to answer /health, and three such misses in a row would restart a healthy server.
+RUNNING_PROBE_TIMEOUT_S = 5
+RUNNING_PROBE_FAILURES = 3
 # Tensor parallelism is 1 in every pair, so /dev/shm only carries small IPC buffers between vLLM's
 # processes; memory-backed, it counts against the container's memory limit.
 SHM_SIZE = "1Gi"
 # The UUID init container only runs nvidia-smi.
 HELPER_CPU, HELPER_MEMORY = "100m", "128Mi"
+# The weight sync streams 8 MiB blocks and hashes each file once: one core's half keeps up with S3.
+SYNC_CPU, SYNC_MEMORY = "500m", "512Mi"
 
 SHM_VOLUME, CACHE_VOLUME, TMP_VOLUME, MODELS_VOLUME, SCRIPTS_VOLUME = (
     "dshm",
@@ -53,8 +62,9 @@ def container_security_context() -> k8s.core.v1.SecurityContextArgs:
 
 
 def shared_volumes(
-    model_claim: pulumi.Input[str], scripts_config_map: pulumi.Input[str] | None
+    model_claim: pulumi.Input[str], scripts_config_map: pulumi.Input[str] | None, *, models_writable: bool
 ) -> list[k8s.core.v1.VolumeArgs]:
+    """`models_writable` only where a weight sync writes the volume; servers mount it read-only anyway."""
     volumes = [
         k8s.core.v1.VolumeArgs(
             name=SHM_VOLUME,
@@ -65,7 +75,7 @@ def shared_volumes(
         k8s.core.v1.VolumeArgs(
             name=MODELS_VOLUME,
             persistent_volume_claim=k8s.core.v1.PersistentVolumeClaimVolumeSourceArgs(
-                claim_name=model_claim, read_only=True
+                claim_name=model_claim, read_only=None if models_writable else True
             ),
         ),
     ]
@@ -90,6 +100,26 @@ def server_mounts(uses_scripts: bool) -> list[k8s.core.v1.VolumeMountArgs]:
             k8s.core.v1.VolumeMountArgs(name=SCRIPTS_VOLUME, mount_path=SCRIPTS_DIR, read_only=True)
         )
     return mounts
+
+
+def weight_sync_container(step: WeightSyncStep) -> k8s.core.v1.ContainerArgs:
+    """A plain init container: it runs to completion before any server starts, and requests no GPU."""
+    return k8s.core.v1.ContainerArgs(
+        name=step.name,
+        image=step.image,
+        image_pull_policy="IfNotPresent",
+        command=list(step.command),
+        args=list(step.args),
+        env=[k8s.core.v1.EnvVarArgs(name=name, value=value) for name, value in step.env.items()],
+        resources=k8s.core.v1.ResourceRequirementsArgs(
+            requests={"cpu": SYNC_CPU, "memory": SYNC_MEMORY}, limits={"memory": SYNC_MEMORY}
+        ),
+        security_context=container_security_context(),
+        volume_mounts=[
+            k8s.core.v1.VolumeMountArgs(name=MODELS_VOLUME, mount_path=step.mount_path),
+            k8s.core.v1.VolumeMountArgs(name=TMP_VOLUME, mount_path="/tmp"),
+        ],
+    )
 
 
 def server_env(hf_secret: pulumi.Input[str] | None, hf_secret_key: str) -> list[k8s.core.v1.EnvVarArgs]:
@@ -127,7 +157,12 @@ def startup_probe(server: Server) -> k8s.core.v1.ProbeArgs:
 
 def running_probe(server: Server) -> k8s.core.v1.ProbeArgs:
     """Readiness and liveness: they start after the startup probe passed, so no initial delay."""
-    return k8s.core.v1.ProbeArgs(http_get=_health(server), period_seconds=server.probe.period_seconds)
+    return k8s.core.v1.ProbeArgs(
+        http_get=_health(server),
+        period_seconds=server.probe.period_seconds,
+        timeout_seconds=RUNNING_PROBE_TIMEOUT_S,
+        failure_threshold=RUNNING_PROBE_FAILURES,
+    )
 
 
 def health_url(server: Server) -> str:

@@ -14,25 +14,7 @@ from colo.components.namespace import Namespace, NamespaceArgs
 from colo.components.pair import CoLocatedPair, CoLocatedPairArgs
 from colo.components.pod_scripts import PodScripts, PodScriptsArgs
 from colo.config.schema import StackConfig
-from colo.plan.scheduling import GPU_PRESENT_LABEL, gpu_tolerations, node_selector
 from colo.plan.stack import Plan
-
-# Node images whose NVIDIA device plugin someone else runs: Bottlerocket builds it in (time-slicing is a
-# Bottlerocket setting there), and the GPU Operator deploys and configures its own.
-PLUGIN_PROVIDED = {"bottlerocket-nvidia", "gpu-operator-cdi"}
-
-
-def _needs_device_plugin(config: StackConfig) -> bool:
-    # DRA replaces the device plugin: NVIDIA's DRA driver refuses to share a node with it.
-    return config.cluster.gpu_pairing != "dra" and config.cluster.node_image not in PLUGIN_PROVIDED
-
-
-def _device_plugin_nodes(config: StackConfig) -> dict[str, str]:
-    selector = node_selector(config)
-    if config.node_pool.mode == "managed":
-        # colo's node pool labels its nodes the way NVIDIA's chart affinity expects.
-        selector[GPU_PRESENT_LABEL] = "true"
-    return selector
 
 
 def declare_kubernetes(
@@ -63,15 +45,15 @@ def declare_kubernetes(
             "hf-token", HfTokenSecretArgs(ns, hf_token, standard_labels(config, "hf-token")), opts
         )
 
-    if _needs_device_plugin(config):
+    if plan.device_plugin is not None:
         NvidiaDevicePlugin(
             "nvidia-device-plugin",
             DevicePluginArgs(
-                namespace=f"{cluster.namespace}-nvidia-device-plugin",
+                namespace=plan.device_plugin.namespace,
                 kubernetes_version=cluster.kubernetes_version,
-                node_selector=_device_plugin_nodes(config),
-                tolerations=gpu_tolerations(),
-                time_slices=plan.servers_per_gpu if cluster.gpu_pairing == "time-slice" else None,
+                node_selector=plan.device_plugin.node_selector,
+                tolerations=list(plan.tolerations),
+                time_slices=plan.device_plugin.time_slices,
                 labels=standard_labels(config, "device-plugin"),
             ),
             opts,
@@ -112,8 +94,8 @@ def declare_kubernetes(
                 namespace=ns,
                 labels=pair_labels(config, pair.name),
                 selector=pair_selector(config, pair.name),
-                node_selector=node_selector(config),
-                tolerations=gpu_tolerations(),
+                node_selector=plan.node_selector,
+                tolerations=list(plan.tolerations),
                 model_claim=store.claim_name,
                 scripts_config_map=scripts.config_map_name if scripts else None,
                 hf_secret=secret.secret_name if secret else None,

@@ -1,7 +1,7 @@
 """The model volume: one PVC per stack, mounted read-only by every server.
 
-A weight-sync Job (not declared here) writes `/models/<pair>/<role>` into it; `ModelStore` exposes what
-such a Job needs: the claim name, the namespace and the mount path the servers expect.
+In a pod whose servers set weightsUri, the weight-sync init containers (colo.components.pair) mount it
+read-write and write `/models/<pair>/<role>` before any server starts.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from colo.plan.stack import MODEL_ROOT
+from colo.plan.model_volume import MODEL_ROOT
 
 
 @dataclass(frozen=True)

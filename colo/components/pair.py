@@ -22,12 +22,18 @@ from colo.components.containers import (
     shared_volumes,
     startup_probe,
     tolerations,
+    weight_sync_container,
 )
 from colo.components.gpu_pairing import PodGpu, ServerGpu
 from colo.components.pod_scripts import script_path
 from colo.plan.stack import PairPlan, Server
 
 VLLM_SERVE = ["vllm", "serve"]
+# A pod that reads S3 needs its service account's token (IRSA, EKS Pod Identity); the finding is
+# explained in docs/checkov.md.
+SERVICE_ACCOUNT_TOKEN_EXCEPTION = {
+    "checkov.io/skip1": "CKV_K8S_38=the weight sync reads S3 with the service account's token",
+}
 
 
 @dataclass(frozen=True)
@@ -104,16 +110,23 @@ class CoLocatedPair(pulumi.ComponentResource):
             for i, (server, gpu) in enumerate(zip(args.pair.servers, args.gpu.servers, strict=True))
         ]
         sidecars, app = (servers[:-1], servers[-1:]) if args.native_sidecars else ([], servers)
+        # Weights are copied before anything else runs. The copies request no GPU, so the UUID init
+        # container still hands its device to the first server that asks (see gpu_pairing.uuid_handoff).
+        syncs = [weight_sync_container(step) for step in args.pair.weight_syncs]
+        account = args.pair.service_account
+        volumes = shared_volumes(args.model_claim, args.scripts_config_map, models_writable=bool(syncs))
         return k8s.core.v1.PodSpecArgs(
-            init_containers=[*args.gpu.init_containers, *sidecars] or None,
+            init_containers=[*syncs, *args.gpu.init_containers, *sidecars] or None,
             containers=app,
-            volumes=[*shared_volumes(args.model_claim, args.scripts_config_map), *args.gpu.volumes],
+            volumes=[*volumes, *args.gpu.volumes],
             resource_claims=args.gpu.resource_claims or None,
             affinity=args.gpu.affinity,
             node_selector=args.node_selector,
             tolerations=tolerations(args.tolerations),
             security_context=pod_security_context(),
-            automount_service_account_token=False,
+            service_account_name=account,
+            # No pod needs the Kubernetes API; one that copies from S3 needs the token for AWS credentials.
+            automount_service_account_token=account is not None,
             # Service links put <NAME>_PORT variables in the environment; vLLM reads VLLM_PORT.
             enable_service_links=False,
         )
@@ -124,7 +137,10 @@ class CoLocatedPair(pulumi.ComponentResource):
         return k8s.apps.v1.Deployment(
             name,
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=args.pair.name, namespace=args.namespace, labels=args.labels
+                name=args.pair.name,
+                namespace=args.namespace,
+                labels=args.labels,
+                annotations=SERVICE_ACCOUNT_TOKEN_EXCEPTION if args.pair.service_account else None,
             ),
             spec=k8s.apps.v1.DeploymentSpecArgs(
                 replicas=1,

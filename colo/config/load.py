@@ -39,9 +39,18 @@ def _message(error: Mapping[str, Any]) -> str:
 
 
 def parse_stack_config(
-    raw: Mapping[str, Any], *, hf_token_set: bool = False, plaintext_token: bool = False
+    raw: Mapping[str, Any],
+    *,
+    hf_token_set: bool = False,
+    plaintext_token: bool = False,
+    aws_region: str | None = None,
 ) -> StackConfig:
-    """Validate every top-level key at once so the user sees all problems in one run."""
+    """Validate every top-level key at once so the user sees all problems in one run.
+
+    `hf_token_set`, `plaintext_token` and `aws_region` are facts from outside the colo namespace: whether
+    the secret is set (and whether it really is a secret), and the stack's `aws:region` (what the
+    weight-sync step passes to boto3 in the pod).
+    """
     unknown = [key for key in raw if key not in CONFIG_KEYS and key not in SECRET_KEYS]
     problems = [
         Problem(f"{PROJECT}:{key}", f"unknown config key; known keys are {', '.join(CONFIG_KEYS)}")
@@ -57,6 +66,7 @@ def parse_stack_config(
         )
     values = {key: raw[key] for key in CONFIG_KEYS if key in raw and raw[key] is not None}
     values["hfTokenSet"] = hf_token_set
+    values["awsRegion"] = aws_region
     try:
         config = StackConfig.model_validate(values)
     except ValidationError as exc:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 NodeImage = Literal["al2023-nvidia", "bottlerocket-nvidia", "gpu-operator-cdi", "generic-nvidia-runtime"]
 GpuPairing = Literal["uuid-handoff", "dra", "time-slice"]
@@ -22,6 +23,11 @@ _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
 _VERSION = re.compile(r"^\d+\.\d+\.\d+(\.\d+)?(\.post\d+)?$")
 _QUANTITY = re.compile(r"^\d+(Ki|Mi|Gi|Ti)$")
 _CPU = re.compile(r"^(\d+(\.\d+)?|\d+m)$")
+
+
+def _error(loc: tuple[str, ...], message: str, value: object = None) -> InitErrorDetails:
+    """A validation error at `loc` (camelCase keys), for checks that span several parts of the config."""
+    return InitErrorDetails(type=PydanticCustomError("colo_config", message), loc=loc, input=value)
 
 
 class _Model(BaseModel):
@@ -273,15 +279,39 @@ class StackConfig(_Model):
     budget: Budget = Budget()
     pairs: list[Pair]
     hf_token_set: bool = Field(default=False, description="True when the secret colo:hfToken is present")
+    aws_region: str | None = Field(
+        default=None, description="The stack's aws:region (outside the colo namespace), when it is set"
+    )
 
     @model_validator(mode="after")
-    def _sync_image_for_s3_weights(self) -> StackConfig:
-        synced = [p.name for p in self.pairs for s in (p.llm, p.embedding, p.reranker) if s and s.weights_uri]
-        if synced and self.storage.sync_image is None:
-            raise ValueError(
-                f"pairs {', '.join(sorted(set(synced)))} copy weights from S3 (weightsUri), which needs "
-                "storage.syncImage: an image built from this repository's Dockerfile, pinned by tag"
+    def _storage_for_s3_weights(self) -> StackConfig:
+        synced = sorted(
+            {p.name for p in self.pairs for s in (p.llm, p.embedding, p.reranker) if s and s.weights_uri}
+        )
+        if not synced:
+            return self
+        names = ", ".join(synced)
+        # Raised with the storage key's own location, so the message names the key to set.
+        errors: list[InitErrorDetails] = []
+        if self.storage.sync_image is None:
+            errors.append(
+                _error(
+                    ("storage", "syncImage"),
+                    f"pairs {names} copy weights from S3 (weightsUri), which needs storage.syncImage: an "
+                    "image built from this repository's Dockerfile, pinned by tag",
+                )
             )
+        if self.storage.access_mode == "ReadOnlyMany":
+            errors.append(
+                _error(
+                    ("storage", "accessMode"),
+                    f"pairs {names} copy weights from S3 (weightsUri) into the model volume, which "
+                    "ReadOnlyMany cannot write; use ReadWriteOnce or ReadWriteMany",
+                    self.storage.access_mode,
+                )
+            )
+        if errors:
+            raise ValidationError.from_exception_data(type(self).__name__, errors)
         return self
 
     @field_validator("pairs")

@@ -20,20 +20,17 @@ from colo.plan.budget import ProcessSpec
 from colo.plan.colocate import GpuPlan, ServerPlan, ServerRequest, plan_gpu
 from colo.plan.engine_limits import resolve_limits
 from colo.plan.hub_access import hub_access_warnings
+from colo.plan.model_volume import weights_dir
 from colo.plan.placement import Placement, node_count, node_limit_problems, place_pairs
 from colo.plan.platform import gpus_per_node, instance_type_known, platform_problems, uses_native_sidecars
 from colo.plan.probes import IMAGE_PULL_S, ProbeBudget, startup_budget
 from colo.plan.resources import DEFAULT_CPU, DEFAULT_MEMORY, node_fit_problems
+from colo.plan.scheduling import DevicePluginPlan, device_plugin, gpu_tolerations, node_selector
 from colo.plan.vllm_args import PORTS, vllm_arguments
+from colo.plan.weight_sync_step import WeightSyncStep, weight_sync_step
 from colo.stackfiles import REPO_ROOT
 
 S3Profile = Callable[[str, str], ModelArchitecture]
-MODEL_ROOT = "/models"  # where the model volume is mounted in every container
-
-
-def weights_dir(pair: str, role: str) -> str:
-    """Where a server's weights copied from weightsUri live on the model volume."""
-    return f"{MODEL_ROOT}/{pair}/{role}"
 
 
 @dataclass(frozen=True)
@@ -58,6 +55,8 @@ class PairPlan:
     servers: tuple[Server, ...]  # in start order; the last is the LLM
     gpu_plan: GpuPlan
     placement: Placement
+    weight_syncs: tuple[WeightSyncStep, ...] = ()  # init containers ahead of every server, in start order
+    service_account: str | None = None  # storage.syncServiceAccount, for pods that copy from S3
 
     @property
     def llm(self) -> Server:
@@ -69,8 +68,10 @@ class PairPlan:
 
     @property
     def rollout_seconds(self) -> int:
-        """Worst case from pod creation to every server healthy: image pull, then each startup budget."""
-        return IMAGE_PULL_S + sum(server.probe.own_seconds for server in self.servers)
+        """Worst case from pod creation to every server healthy: image pull, a first copy of the weights
+        synced from S3, then each startup budget."""
+        syncs = sum(step.seconds for step in self.weight_syncs)
+        return IMAGE_PULL_S + syncs + sum(server.probe.own_seconds for server in self.servers)
 
 
 @dataclass(frozen=True)
@@ -82,16 +83,14 @@ class Plan:
     node_count: int
     native_sidecars: bool
     problems: tuple[Problem, ...]
+    node_selector: dict[str, str]  # what every GPU pod selects
+    tolerations: tuple[dict[str, str], ...]  # what every GPU pod tolerates
+    device_plugin: DevicePluginPlan | None  # None: DRA, or the node image brings its own plugin
     warnings: tuple[Problem, ...] = ()  # worth a look before deploying, but no reason to refuse
 
     @property
     def feasible(self) -> bool:
         return not self.problems
-
-    @property
-    def servers_per_gpu(self) -> int:
-        """The most servers any pair puts on its GPU: how many time-slices a shared GPU must offer."""
-        return max((len(pair.servers) for pair in self.pairs), default=0)
 
 
 def _architecture(server: ServerSpec, path: str, s3_profile: S3Profile | None) -> ModelArchitecture:
@@ -253,7 +252,10 @@ def plan_pair(
                 memory_plan,
             )
         )
-    return PairPlan(pair.name, tuple(servers), gpu_plan, placement), list(gpu_plan.problems)
+    syncs = tuple(step for s in servers if (step := weight_sync_step(pair.name, s, config)) is not None)
+    account = config.storage.sync_service_account if syncs else None
+    pair_plan = PairPlan(pair.name, tuple(servers), gpu_plan, placement, syncs, account)
+    return pair_plan, list(gpu_plan.problems)
 
 
 def make_plan(
@@ -261,6 +263,7 @@ def make_plan(
 ) -> Plan:
     """Plan every pair. Problems are collected, never raised, so `colo plan` can show them all."""
     problems = platform_problems(config)
+    selector, tolerations = node_selector(config), gpu_tolerations()
     try:
         gpu_spec = gpu_override or gpu(config.node_pool.gpu)
     except KeyError as exc:
@@ -272,6 +275,9 @@ def make_plan(
             0,
             False,
             (*problems, Problem("colo:nodePool.gpu", str(exc.args[0]))),
+            node_selector=selector,
+            tolerations=tolerations,
+            device_plugin=None,
         )
     per_node = gpus_per_node(config) or 1
     native = uses_native_sidecars(config)
@@ -301,6 +307,8 @@ def make_plan(
     if instance is not None:
         for pods in pods_by_node.values():
             problems += node_fit_problems(instance, pods)
+    # A shared GPU offers as many time-slices as the largest pair has servers.
+    servers_per_gpu = max((len(pair.servers) for pair in pairs), default=0)
     return Plan(
         config,
         gpu_spec,
@@ -309,5 +317,8 @@ def make_plan(
         nodes,
         native,
         tuple(problems),
-        tuple(hub_access_warnings(config)),
+        node_selector=selector,
+        tolerations=tolerations,
+        device_plugin=device_plugin(config, servers_per_gpu),
+        warnings=tuple(hub_access_warnings(config)),
     )

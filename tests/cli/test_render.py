@@ -39,6 +39,28 @@ def test_every_manifest_validates_strictly_against_kubernetes_1_34(
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_a_stack_that_copies_weights_from_s3_validates_too(tmp_path: Path) -> None:
+    source = yaml.safe_load(Path("stacks/Pulumi.prod.yaml").read_text())
+    source["config"]["colo:pairs"][0]["llm"]["weightsUri"] = "s3://models/qwen3.6-27b-fp8/"
+    source["config"]["colo:storage"].update(
+        syncImage="registry.example/colo-sync:0.1.0", syncServiceAccount="model-reader"
+    )
+    stack = tmp_path / "Pulumi.synced.yaml"
+    stack.write_text(yaml.safe_dump(source))
+    out = tmp_path / "out"
+    assert main(["render", "--config", str(stack), "--out", str(out)]) == 0
+    deployment = yaml.safe_load(next(out.glob("*-deployment-qwen27b.yaml")).read_text())
+    assert deployment["spec"]["template"]["spec"]["initContainers"][0]["name"] == "sync-qwen27b-llm"
+    files = sorted(str(p) for p in out.glob("*.yaml"))
+    result = subprocess.run(
+        [_kubernetes_validate(), "--strict", "--quiet", "-k", KUBERNETES_VERSION, *files],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 @pytest.mark.parametrize("stack", list_stacks())
 def test_files_are_ordered_for_kubectl_apply_and_named_after_their_object(
     rendered: dict[str, Path], stack: str

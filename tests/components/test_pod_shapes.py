@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import yaml
+
 from colo.mock_run import ProgramRun
 from colo.stackfiles import StackFile
 from tests.components.stacks import (
@@ -24,6 +26,15 @@ def _pods(run: ProgramRun) -> list[dict[str, Any]]:
     return [pod_spec(d.inputs) for d in run.mocks.of_type(DEPLOYMENT)]
 
 
+def _time_slicing(run: ProgramRun) -> dict[str, Any]:
+    """The device plugin's config file, parsed: its time-slicing section."""
+    (config_map,) = [c for c in run.mocks.of_type("kubernetes:core/v1:ConfigMap") if "nvidia" in c.name]
+    plugin_config = yaml.safe_load(config_map.inputs["data"]["config.yaml"])
+    assert plugin_config["version"] == "v1"
+    time_slicing: dict[str, Any] = plugin_config["sharing"]["timeSlicing"]
+    return time_slicing
+
+
 def test_uuid_handoff_gives_the_gpu_to_an_init_container_then_the_embedding_only(
     checked_in_run: Callable[[str, bool], ProgramRun],
 ) -> None:
@@ -38,7 +49,7 @@ def test_uuid_handoff_gives_the_gpu_to_an_init_container_then_the_embedding_only
         assert GPU not in limits_of(llm)
         env = env_of(llm)
         assert env["NVIDIA_VISIBLE_DEVICES"] == "all"
-        assert env["COLO_VLLM_ACCEPTS_UUID"] == "false"  # prod runs vLLM 0.19.1
+        assert env["COLO_VLLM_ACCEPTS_UUID"] == "false"  # prod runs vLLM 0.20.2; UUIDs from 0.24
         assert llm["command"][:3] == ["bash", "/opt/colo/scripts/gpu-uuid-consume.sh", "--"]
         assert {m["name"]: m.get("readOnly", False) for m in llm["volumeMounts"]}["gpu-uuid"] is True
 
@@ -61,19 +72,18 @@ def test_time_slice_asks_one_slice_per_server_and_one_pair_per_node(
             assert GPU not in limits_of(container)
         term = spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
         assert term["topologyKey"] == "kubernetes.io/hostname"
-    (config_map,) = [c for c in run.mocks.of_type("kubernetes:core/v1:ConfigMap") if "nvidia" in c.name]
-    plugin_config = config_map.inputs["data"]["config.yaml"]
-    assert "replicas: 2" in plugin_config
-    assert "renameByDefault: true" in plugin_config
-    assert "failRequestsGreaterThanOne: true" in plugin_config
+    assert _time_slicing(run) == {
+        "renameByDefault": True,
+        "failRequestsGreaterThanOne": True,
+        "resources": [{"name": GPU, "replicas": 2}],
+    }
 
 
 def test_time_slice_offers_as_many_slices_as_the_largest_pair_has_servers(
     run_variant: Callable[[StackFile], ProgramRun],
 ) -> None:
     run = run_variant(variant("dev", cluster={"gpuPairing": "time-slice"}))
-    (config_map,) = [c for c in run.mocks.of_type("kubernetes:core/v1:ConfigMap") if "nvidia" in c.name]
-    assert "replicas: 3" in config_map.inputs["data"]["config.yaml"]
+    assert _time_slicing(run)["resources"] == [{"name": GPU, "replicas": 3}]
 
 
 def test_device_plugin_tolerates_the_gpu_taint_and_runs_on_colo_gpu_nodes(
@@ -173,6 +183,19 @@ def test_probes_follow_the_plan_and_never_delay_readiness_or_liveness(
             assert startup["periodSeconds"] * startup["failureThreshold"] == budget
             for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
                 assert "initialDelaySeconds" not in container[probe]
+
+
+def test_readiness_and_liveness_give_a_busy_server_five_seconds_to_answer(
+    checked_in_run: Callable[[str, bool], ProgramRun],
+) -> None:
+    for spec in _pods(checked_in_run("prod", False)):
+        for container in containers_in_start_order(spec):
+            if container["name"] == "gpu-uuid":
+                continue
+            for probe in ("readinessProbe", "livenessProbe"):
+                assert container[probe]["httpGet"]["path"] == "/health"
+                assert container[probe]["timeoutSeconds"] == 5
+            assert container["livenessProbe"]["failureThreshold"] == 3
 
 
 def test_deployment_recreates_replaces_first_and_waits_as_long_as_the_plan_says(

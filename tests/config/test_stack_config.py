@@ -97,3 +97,23 @@ def test_enforce_eager_with_capture_sizes_is_contradictory() -> None:
     raw["pairs"][0]["llm"]["enforceEager"] = True
     raw["pairs"][0]["llm"]["cudagraphCaptureSizes"] = [1, 2]
     assert "enforceEager" in _problems(raw)["colo:pairs[0].llm"]
+
+
+def test_weights_from_s3_need_a_pinned_sync_image_named_at_its_own_key() -> None:
+    raw = _valid()
+    raw["pairs"][0]["llm"]["weightsUri"] = "s3://models/qwen3-8b/"
+    message = _problems(raw)["colo:storage.syncImage"]
+    assert "pairs chat" in message
+    assert "Dockerfile" in message
+    raw["storage"]["syncImage"] = "registry.example/colo-sync"
+    assert "not pinned" in _problems(raw)["colo:storage.syncImage"]
+    raw["storage"]["syncImage"] = "registry.example/colo-sync:0.1.0"
+    assert parse_stack_config(raw).storage.sync_image == "registry.example/colo-sync:0.1.0"
+
+
+def test_weights_from_s3_cannot_be_copied_into_a_read_only_volume() -> None:
+    raw = _valid()
+    raw["pairs"][0]["llm"]["weightsUri"] = "s3://models/qwen3-8b/"
+    raw["storage"] = {**raw["storage"], "syncImage": "registry.example/colo-sync:0.1.0"}
+    raw["storage"]["accessMode"] = "ReadOnlyMany"
+    assert "ReadWriteOnce" in _problems(raw)["colo:storage.accessMode"]
