@@ -45,6 +45,12 @@ def stack_with_pairs(count: int, directory: Path) -> Path:
         {**copy.deepcopy(pairs[i % len(pairs)]), "name": f"pair-{i:03d}"} for i in range(count)
     ]
     config["colo:nodePool"]["spareGpus"] = 0
+    # Pairs on many nodes share the model volume only if it attaches to many nodes.
+    config["colo:storage"] = {
+        **config.get("colo:storage", {}),
+        "storageClass": "efs",
+        "accessMode": "ReadWriteMany",
+    }
     path = directory / f"Pulumi.pairs{count}.yaml"
     path.write_text(yaml.safe_dump(source))
     return path
