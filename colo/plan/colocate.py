@@ -101,14 +101,16 @@ def _derive_small(spec: ProcessSpec, requests: float) -> ProcessSpec:
     return replace(spec, gpu_memory_utilization=min(_util_up(need, spec.gpu.cuda_total_bytes), 0.99))
 
 
+def _resident_limit_util(b: ProcessBudget, free_before: int, margin: int) -> float:
+    """The highest utilization whose process, context and out-of-budget graphs still leave `margin` free."""
+    outside = b.context_bytes + b.post_profile_bytes + (0 if b.graph_estimate_in_budget else b.graphs.bytes)
+    return _util_down(free_before - outside - margin, b.spec.gpu.cuda_total_bytes)
+
+
 def _derive_last(spec: ProcessSpec, free_before: int, margin: int) -> ProcessSpec:
     """The most the last server may request so that everything resident still leaves `margin`."""
     probe = size_process(replace(spec, gpu_memory_utilization=0.5), free_before_bytes=free_before)
-    outside = probe.context_bytes + probe.post_profile_bytes
-    if not probe.graph_estimate_in_budget:
-        outside += probe.graphs.bytes
-    allowed = free_before - outside - margin
-    util = max(_util_down(allowed, spec.gpu.cuda_total_bytes), 1 / UTIL_STEP)
+    util = max(_resident_limit_util(probe, free_before, margin), 1 / UTIL_STEP)
     return replace(spec, gpu_memory_utilization=min(util, 0.99))
 
 
@@ -157,12 +159,6 @@ def _size_one(request: ServerRequest, free_before: int, margin: int, last: bool)
             f"measured TPOT {EAGER_TPOT_MS[0]} -> {EAGER_TPOT_MS[1]} ms)"
         )
     return ServerPlan(request.role, request.config_path, budget, derived, decision, tuple(notes))
-
-
-def _resident_limit_util(b: ProcessBudget, free_before: int, margin: int) -> float:
-    """The highest utilization whose process, context and out-of-budget graphs still leave `margin` free."""
-    outside = b.context_bytes + b.post_profile_bytes + (0 if b.graph_estimate_in_budget else b.graphs.bytes)
-    return _util_down(free_before - outside - margin, b.spec.gpu.cuda_total_bytes)
 
 
 def _explain(server: ServerPlan, free_before: int, margin: int) -> list[Problem]:
