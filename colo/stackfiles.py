@@ -107,25 +107,30 @@ def load_stack_file(path: Path, *, project_file: Path | None = None, stack: str 
     return StackFile(name, stack_name, values, frozenset(secret_keys), others)
 
 
-def stack_path(stack: str, root: Path = REPO_ROOT) -> Path:
+def _stack_dir(root: Path) -> Path:
     project = _read_yaml(root / "Pulumi.yaml")
-    return root / str(project.get("stackConfigDir", ".")) / f"Pulumi.{stack}.yaml"
+    return root / str(project.get("stackConfigDir", "."))
+
+
+def stack_path(stack: str, root: Path = REPO_ROOT) -> Path:
+    return _stack_dir(root) / f"Pulumi.{stack}.yaml"
+
+
+def list_stacks(root: Path = REPO_ROOT) -> list[str]:
+    directory = _stack_dir(root)
+    return sorted(
+        p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in directory.glob("Pulumi.*.yaml")
+    )
 
 
 def load_stack(stack: str, root: Path = REPO_ROOT) -> StackFile:
     path = stack_path(stack, root)
     if not path.exists():
-        known = sorted(
-            p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in path.parent.glob("Pulumi.*.yaml")
-        )
         raise ConfigError(
-            [Problem(f"--stack {stack}", f"no {path.name} in {path.parent.name}/; stacks: {known}")]
+            [
+                Problem(
+                    f"--stack {stack}", f"no {path.name} in {path.parent.name}/; stacks: {list_stacks(root)}"
+                )
+            ]
         )
     return load_stack_file(path, project_file=root / "Pulumi.yaml", stack=stack)
-
-
-def list_stacks(root: Path = REPO_ROOT) -> list[str]:
-    directory = stack_path("x", root).parent
-    return sorted(
-        p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in directory.glob("Pulumi.*.yaml")
-    )
