@@ -13,7 +13,7 @@ from pathlib import Path
 from colo.catalog import GpuSpec, gpu, instance_type
 from colo.catalog.architecture import ArchitectureError, ModelArchitecture
 from colo.catalog.models import architecture_from_path, catalog_architecture
-from colo.catalog.vllm_rules import VllmRules, rules_for
+from colo.catalog.vllm_rules import VllmRules, first_release_where, rules_for
 from colo.config.schema import Pair, ServerSpec, StackConfig
 from colo.errors import Problem
 from colo.plan.budget import ProcessSpec
@@ -47,6 +47,11 @@ class Server:
     memory: str
     weights_uri: str | None
     memory_plan: ServerPlan
+
+    @property
+    def accepts_gpu_uuid(self) -> bool:
+        """Whether this server's vLLM resolves CUDA_VISIBLE_DEVICES=GPU-<uuid>; older ones need an index."""
+        return self.memory_plan.budget.spec.rules.uuid_in_cuda_visible_devices
 
 
 @dataclass(frozen=True)
@@ -187,7 +192,8 @@ def plan_pair(
             problems.append(
                 Problem(
                     f"{path}.kvCacheMemoryBytes",
-                    f"vLLM {server.vllm.version} has no --kv-cache-memory-bytes (added in 0.11.0)",
+                    f"vLLM {server.vllm.version} has no --kv-cache-memory-bytes (added in "
+                    f"{first_release_where(lambda r: r.has_kv_cache_memory_bytes)})",
                 )
             )
         try:
