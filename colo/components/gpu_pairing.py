@@ -21,7 +21,7 @@ from colo.components.containers import (
 from colo.components.device_plugin import SHARED_RESOURCE, WHOLE_RESOURCE
 from colo.components.gpu_claim import CLAIM_NAME
 from colo.components.pod_scripts import SCRIPTS_DIR, script_path
-from colo.plan.stack import PairPlan
+from colo.plan.pair import PairPlan
 
 UUID_DIR = "/run/colo/gpu"
 UUID_FILE = f"{UUID_DIR}/uuid"
