@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from colo.config import StackConfig
-from colo.plan.stack import S3Profile
+from colo.plan.pair import S3Profile
 
 
 def s3_profile_reader(config: StackConfig) -> S3Profile | None:

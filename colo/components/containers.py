@@ -14,7 +14,7 @@ import pulumi_kubernetes as k8s
 
 from colo.components.pod_scripts import SCRIPTS_DIR
 from colo.plan.model_volume import MODEL_ROOT
-from colo.plan.stack import Server
+from colo.plan.pair import Server
 from colo.plan.weight_sync_step import WeightSyncStep
 
 RUN_AS = 10001  # no meaning inside the image; above 10000 so it maps to no host account

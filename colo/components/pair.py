@@ -26,7 +26,7 @@ from colo.components.containers import (
 )
 from colo.components.gpu_pairing import PodGpu, ServerGpu
 from colo.components.pod_scripts import script_path
-from colo.plan.stack import PairPlan, Server
+from colo.plan.pair import PairPlan, Server
 
 VLLM_SERVE = ["vllm", "serve"]
 # A pod that reads S3 needs its service account's token (IRSA, EKS Pod Identity); the finding is

@@ -7,7 +7,8 @@ from typing import Any
 from colo.catalog import GIB, MIB
 from colo.plan.budget import ProcessBudget
 from colo.plan.colocate import ServerPlan
-from colo.plan.stack import PairPlan, Plan, Server
+from colo.plan.pair import PairPlan, Server
+from colo.plan.stack import Plan
 
 
 def _gib(value: int) -> float:
