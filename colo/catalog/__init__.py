@@ -23,6 +23,11 @@ class GpuSpec:
     nvidia_smi_total_mib: int | None
     ec2_memory_mib: int | None
     sources: dict[str, str]
+    # CUDA compute capability (major, minor): vLLM picks kernels and quantized layouts by it (Marlin below
+    # 8.9 for FP8, FlashMLA on 9.x, V1's minimum of 8.0 before 0.10.2).
+    compute_capability: tuple[int, int]
+    # Streaming multiprocessors: the Triton top-k/top-p sampler sizes a scratch buffer by it.
+    sm_count: int
 
     @property
     def cuda_total_gib(self) -> float:
@@ -52,8 +57,15 @@ def _gpus() -> dict[str, GpuSpec]:
             nvidia_smi_total_mib=entry.get("nvidia_smi_total_mib"),
             ec2_memory_mib=entry.get("ec2_memory_mib"),
             sources=dict(entry.get("sources", {})),
+            compute_capability=_capability(str(entry["compute_capability"])),
+            sm_count=int(entry["sm_count"]),
         )
     return table
+
+
+def _capability(text: str) -> tuple[int, int]:
+    major, minor = text.split(".")
+    return int(major), int(minor)
 
 
 def gpu_names() -> list[str]:

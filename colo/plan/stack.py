@@ -50,7 +50,7 @@ def make_plan(
     except KeyError as exc:
         return Plan(
             config,
-            GpuSpec("unknown", 0, 0, 0, None, None, {}),
+            GpuSpec("unknown", 0, 0, 0, None, None, {}, (0, 0), 0),
             (),
             1,
             0,
