@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 UV_VERSION := $(shell awk '/^name = "uv"$$/ { getline; gsub(/version = |"/, ""); print; exit }' uv.lock)
 UV := $(or $(shell command -v uv 2>/dev/null),.uv/bin/uv)
 
-.PHONY: local test lint bench lock venv clean
+.PHONY: local test lint bench lock venv uv-version clean
 
 .uv/bin/uv:
 	$(PYTHON) -m venv .uv
@@ -34,6 +34,10 @@ test: venv
 ## Upgrade every pinned package to the newest release pyproject.toml allows, and rewrite uv.lock.
 lock: $(UV)
 	$(UV) lock --upgrade
+
+## The uv release uv.lock pins, for CI steps that install uv themselves.
+uv-version:
+	@echo $(UV_VERSION)
 
 ## Accuracy and speed benchmarks (not part of the test suite).
 bench: venv
