@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.alias_generators import to_camel
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from colo.config.cli_values import CliText
+
 NodeImage = Literal["al2023-nvidia", "bottlerocket-nvidia", "gpu-operator-cdi", "generic-nvidia-runtime"]
 GpuPairing = Literal["uuid-handoff", "dra", "time-slice"]
 KvCacheDtype = Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2"]
@@ -106,8 +108,8 @@ class ServerSpec(_Model):
         default=None, description="Override: a fixed KV pool (vLLM >= 0.10.1)"
     )
     vllm: VllmImage = VllmImage()
-    extra_args: list[str] = Field(default_factory=list)
-    cpu: str | None = Field(default=None, description="CPU request; default by role (LLM 2, others 1)")
+    extra_args: list[CliText] = Field(default_factory=list)
+    cpu: CliText | None = Field(default=None, description="CPU request; default by role (LLM 2, others 1)")
     memory: str | None = Field(
         default=None, description="Memory request and limit; default LLM 20Gi, others 6Gi"
     )
@@ -223,7 +225,7 @@ class NodePool(_Model):
     )
     spare_gpus: Annotated[int, Field(ge=0)] = 0
     subnet_ids: list[str] = Field(default_factory=list)
-    node_selector: dict[str, str] = Field(default_factory=dict)
+    node_selector: dict[str, CliText] = Field(default_factory=dict)
     root_volume_gib: int | None = Field(default=None, ge=50, alias="rootVolumeGiB")
     max_nodes: Annotated[int, Field(ge=1)] | None = None
 
