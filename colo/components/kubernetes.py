@@ -13,6 +13,7 @@ from colo.components.model_store import ModelStore, ModelStoreArgs
 from colo.components.namespace import Namespace, NamespaceArgs
 from colo.components.pair import CoLocatedPair, CoLocatedPairArgs
 from colo.components.pod_scripts import PodScripts, PodScriptsArgs
+from colo.components.pod_security import SERVERS_LEVEL
 from colo.plan.kubernetes_spec import KubernetesSpec
 
 
@@ -28,8 +29,7 @@ def declare_kubernetes(
         NamespaceArgs(
             name=spec.namespace,
             labels=standard_labels(spec, "namespace"),
-            # No pairing method needs privilege in the servers' pods (see colo.components.containers).
-            pod_security="restricted",
+            pod_security=SERVERS_LEVEL,
             kubernetes_version=spec.kubernetes_version,
         ),
         opts,
