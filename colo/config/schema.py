@@ -21,6 +21,7 @@ NodeImage = Literal["al2023-nvidia", "bottlerocket-nvidia", "gpu-operator-cdi", 
 GpuPairing = Literal["uuid-handoff", "dra", "time-slice"]
 KvCacheDtype = Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2"]
 Quantization = Literal["none", "fp8", "awq", "gptq", "compressed-tensors", "nvfp4"]
+SpeculativeMethod = Literal["mtp", "eagle", "eagle3", "ngram"]
 
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
 _VERSION = re.compile(r"^\d+\.\d+\.\d+(\.\d+)?(\.post\d+)?$")
@@ -76,7 +77,7 @@ class VllmImage(_Model):
 
 
 class Speculative(_Model):
-    method: Literal["mtp", "eagle", "eagle3", "ngram"]
+    method: SpeculativeMethod
     num_speculative_tokens: Annotated[int, Field(ge=1, le=16)] = 1
 
 
