@@ -51,7 +51,7 @@ def make_plan(
     except KeyError as exc:
         return Plan(
             config,
-            GpuSpec("unknown", 0, 0, 0, None, None, {}, (0, 0), 0),
+            GpuSpec("unknown", 0, 0, 0, None, (0, 0), 0),
             (),
             1,
             0,
