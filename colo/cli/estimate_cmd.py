@@ -10,6 +10,8 @@ from colo.catalog import GIB, gpu, gpu_names
 from colo.catalog.architecture import ModelArchitecture
 from colo.catalog.models import architecture_from_path, catalog_architecture
 from colo.catalog.vllm_rules import rules_for, supported_range
+from colo.cli.common import ExitCode, schema_choices
+from colo.config.schema import KvCacheDtype, Quantization, SpeculativeMethod
 from colo.errors import ConfigError, Problem
 from colo.plan.budget import ProcessSpec, size_process
 from colo.plan.engine_limits import resolve_limits
@@ -26,15 +28,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-model-len", type=int)
     parser.add_argument("--max-num-seqs", type=int)
     parser.add_argument("--max-num-batched-tokens", type=int)
-    parser.add_argument("--kv-cache-dtype", default="auto", choices=("auto", "fp8", "fp8_e4m3", "fp8_e5m2"))
-    parser.add_argument("--quantization", choices=("none", "fp8", "awq", "gptq", "nvfp4"))
+    parser.add_argument("--kv-cache-dtype", default="auto", choices=schema_choices(KvCacheDtype))
+    parser.add_argument("--quantization", choices=schema_choices(Quantization))
     parser.add_argument("--enforce-eager", action="store_true")
     parser.add_argument("--runner", choices=("generate", "pooling"), default="generate")
     parser.add_argument("--tensor-parallel-size", type=int, default=1)
     parser.add_argument("--kv-cache-memory-bytes", type=int)
     parser.add_argument("--free-memory-gib", type=float, help="free memory at start instead of an idle GPU")
     parser.add_argument("--num-speculative-tokens", type=int, default=0)
-    parser.add_argument("--speculative-method", choices=("mtp", "eagle", "eagle3", "ngram"))
+    parser.add_argument("--speculative-method", choices=schema_choices(SpeculativeMethod))
     parser.add_argument("--json", action="store_true", help="print JSON (the default output is JSON too)")
 
 
@@ -95,4 +97,4 @@ def run(args: argparse.Namespace) -> int:
 
     out = {"model": arch.model_id, "gpu": gpu_spec.name, "rules": rules.label, **budget_view(budget)}
     print(json.dumps(out, indent=2))
-    return 0 if budget.ok else 1
+    return ExitCode.OK if budget.ok else ExitCode.FAILS

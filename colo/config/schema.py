@@ -15,11 +15,13 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from colo.config.cli_values import CliText
+from colo.roles import START_ORDER, Role
 
 NodeImage = Literal["al2023-nvidia", "bottlerocket-nvidia", "gpu-operator-cdi", "generic-nvidia-runtime"]
 GpuPairing = Literal["uuid-handoff", "dra", "time-slice"]
 KvCacheDtype = Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2"]
 Quantization = Literal["none", "fp8", "awq", "gptq", "compressed-tensors", "nvfp4"]
+SpeculativeMethod = Literal["mtp", "eagle", "eagle3", "ngram"]
 
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
 _VERSION = re.compile(r"^\d+\.\d+\.\d+(\.\d+)?(\.post\d+)?$")
@@ -75,7 +77,7 @@ class VllmImage(_Model):
 
 
 class Speculative(_Model):
-    method: Literal["mtp", "eagle", "eagle3", "ngram"]
+    method: SpeculativeMethod
     num_speculative_tokens: Annotated[int, Field(ge=1, le=16)] = 1
 
 
@@ -109,9 +111,9 @@ class ServerSpec(_Model):
     )
     vllm: VllmImage = VllmImage()
     extra_args: list[CliText] = Field(default_factory=list)
-    cpu: CliText | None = Field(default=None, description="CPU request; default by role (LLM 2, others 1)")
+    cpu: CliText | None = Field(default=None, description="CPU request; default by role (colo.roles)")
     memory: str | None = Field(
-        default=None, description="Memory request and limit; default LLM 20Gi, others 6Gi"
+        default=None, description="Memory request and limit; default by role (colo.roles)"
     )
 
     @field_validator("cpu")
@@ -169,12 +171,21 @@ class ServerSpec(_Model):
 
 
 class Pair(_Model):
-    """The servers that share one GPU. Start order: embedding, reranker, then the LLM."""
+    """The servers that share one GPU, one field per role (colo.roles)."""
 
     name: str
     llm: ServerSpec
     embedding: ServerSpec
     reranker: ServerSpec | None = None
+
+    def servers(self) -> list[tuple[Role, ServerSpec]]:
+        """The configured servers, as the stack file lists them (the LLM first)."""
+        by_role = {Role.LLM: self.llm, Role.EMBEDDING: self.embedding, Role.RERANKER: self.reranker}
+        return [(role, server) for role, server in by_role.items() if server is not None]
+
+    def servers_in_start_order(self) -> list[tuple[Role, ServerSpec]]:
+        configured = dict(self.servers())
+        return [(role, configured[role]) for role in START_ORDER if role in configured]
 
     @field_validator("name")
     @classmethod
@@ -287,9 +298,7 @@ class StackConfig(_Model):
 
     @model_validator(mode="after")
     def _storage_for_s3_weights(self) -> StackConfig:
-        synced = sorted(
-            {p.name for p in self.pairs for s in (p.llm, p.embedding, p.reranker) if s and s.weights_uri}
-        )
+        synced = sorted({p.name for p in self.pairs for _, s in p.servers() if s.weights_uri})
         if not synced:
             return self
         names = ", ".join(synced)
