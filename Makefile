@@ -23,6 +23,7 @@ venv: $(UV)
 local: venv
 	$(BIN)/colo plan --stack local
 	$(BIN)/colo render --stack local --out rendered/local
+	@echo "colo is $(BIN)/colo (or: source $(BIN)/activate)"
 
 ## Lint, type-check and run the whole test suite.
 test: venv

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from colo.config import StackConfig, parse_stack_config
-from colo.stackfiles import REPO_ROOT, StackFile, load_stack, load_stack_file
+from colo.stackfiles import StackFile, find_project, load_stack, load_stack_file
 
 
 class ExitCode(IntEnum):
@@ -29,14 +29,24 @@ def add_stack_arguments(parser: argparse.ArgumentParser, *, side: str | None = N
     """--stack or --config, one of them required; `side` names which side of a comparison they choose."""
     prefix = f"{side}: " if side else ""
     group = parser.add_mutually_exclusive_group(required=True)
-    group.add_argument("--stack", help=f"{prefix}a stack in stacks/ (Pulumi.<stack>.yaml)")
+    group.add_argument("--stack", help=f"{prefix}a stack of the project (stacks/Pulumi.<stack>.yaml)")
     group.add_argument("--config", type=Path, help=f"{prefix}any file shaped like a Pulumi stack file")
+    parser.add_argument(
+        "--cwd",
+        type=Path,
+        help="run as if started in this directory, like the Pulumi CLI's --cwd: the project is the nearest "
+        "Pulumi.yaml from there up (default: the working directory)",
+    )
 
 
-def read_stack_file(args: argparse.Namespace, root: Path = REPO_ROOT) -> StackFile:
+def read_stack_file(args: argparse.Namespace) -> StackFile:
+    """The chosen stack of the project found from --cwd (or the working directory), or the --config file
+    merged with that project's Pulumi.yaml when there is one."""
+    start: Path | None = args.cwd
     if args.config is not None:
-        return load_stack_file(args.config)
-    return load_stack(args.stack, root)
+        config: Path = args.config if start is None else start / args.config
+        return load_stack_file(config, project_file=find_project(start))
+    return load_stack(args.stack, start)
 
 
 def load_config(stack_file: StackFile) -> StackConfig:
@@ -47,4 +57,5 @@ def load_config(stack_file: StackFile) -> StackConfig:
         hf_token_set=token,
         plaintext_token=token and "hfToken" not in stack_file.secret_keys,
         aws_region=str(region) if region else None,
+        project_dir=stack_file.project_dir,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -44,12 +45,14 @@ def parse_stack_config(
     hf_token_set: bool = False,
     plaintext_token: bool = False,
     aws_region: str | None = None,
+    project_dir: Path | None = None,
 ) -> StackConfig:
     """Validate every top-level key at once so the user sees all problems in one run.
 
-    `hf_token_set`, `plaintext_token` and `aws_region` are facts from outside the colo namespace: whether
-    the secret is set (and whether it really is a secret), and the stack's `aws:region` (what the
-    weight-sync step passes to boto3 in the pod).
+    `hf_token_set`, `plaintext_token`, `aws_region` and `project_dir` are facts from outside the colo
+    namespace: whether the secret is set (and whether it really is a secret), the stack's `aws:region`
+    (what the weight-sync step passes to boto3 in the pod), and the project directory relative profile
+    paths are read from.
     """
     unknown = [key for key in raw if key not in CONFIG_KEYS and key not in SECRET_KEYS]
     problems = [
@@ -67,6 +70,7 @@ def parse_stack_config(
     values = {key: raw[key] for key in CONFIG_KEYS if key in raw and raw[key] is not None}
     values["hfTokenSet"] = hf_token_set
     values["awsRegion"] = aws_region
+    values["projectDir"] = project_dir
     try:
         config = StackConfig.model_validate(values)
     except ValidationError as exc:

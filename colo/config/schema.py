@@ -8,6 +8,7 @@ its path instead of a silently ignored setting.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -294,6 +295,11 @@ class StackConfig(_Model):
     hf_token_set: bool = Field(default=False, description="True when the secret colo:hfToken is present")
     aws_region: str | None = Field(
         default=None, description="The stack's aws:region (outside the colo namespace), when it is set"
+    )
+    project_dir: Path | None = Field(
+        default=None,
+        description="Where relative profile paths are read from: the project directory; None: the working "
+        "directory, which is the project directory when the Pulumi CLI runs the program",
     )
 
     @model_validator(mode="after")

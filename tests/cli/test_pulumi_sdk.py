@@ -16,7 +16,8 @@ from packaging.requirements import Requirement
 
 from colo.mock_run import run_program
 from colo.render import SECRET_PLACEHOLDER, plain
-from colo.stackfiles import REPO_ROOT, StackFile
+from colo.stackfiles import StackFile
+from tests.paths import REPO_ROOT
 
 PROGRAM = """
 import pulumi
