@@ -19,7 +19,7 @@ UV := $(or $(shell command -v uv 2>/dev/null),.uv/bin/uv)
 venv: $(UV)
 	UV_PROJECT_ENVIRONMENT=$(CURDIR)/$(VENV) $(UV) sync --locked --extra test --quiet
 
-## Plan the local stack and render its Kubernetes manifests into rendered/local/.
+## Plan the local stack and render it into rendered/local/ (manifests/ is what `kubectl apply -f` takes).
 local: venv
 	$(BIN)/colo plan --stack local
 	$(BIN)/colo render --stack local --out rendered/local
