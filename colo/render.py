@@ -7,7 +7,8 @@ each is left out and the summary (and the command's output) gives the `kubectl c
 that makes it; the pods refer to it by name. The summaries (`summary.md`, `summary.json`: every object,
 the secrets to create, the AWS resources) sit beside `manifests/`, never in it.
 
-The mock runtime hands numbers over as floats; whole ones become ints again.
+The mock runtime hands numbers over as floats; whole ones become ints again. A value known only after
+deploy (in a preview, e.g. an IAM role's name) is shown as UNKNOWN_PLACEHOLDER in the summaries.
 """
 
 from __future__ import annotations
@@ -18,13 +19,16 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pulumi.output import Unknown
 from pulumi.runtime.rpc import is_rpc_secret, unwrap_rpc_secret
 
+from colo.errors import Problem, UsageError
 from colo.mock_run import ProgramRun, Recorded
 from colo.output_dir import replace_directory
 
 APPLY_DIR = "manifests"
 SECRET_PLACEHOLDER = "REPLACE-ME"
+UNKNOWN_PLACEHOLDER = "(known after deploy)"
 # kubectl applies a directory's files in name order: things others refer to come first.
 APPLY_ORDER = [
     "Namespace",
@@ -83,9 +87,11 @@ class SecretToCreate:
 
 
 def plain(value: Any) -> Any:
-    """Floats that are whole numbers back to ints; secrets replaced; mapping keys in a stable order."""
+    """Floats that are whole numbers back to ints; secrets and unknowns replaced; keys in a stable order."""
     if isinstance(value, float) and value.is_integer():
         return int(value)
+    if isinstance(value, Unknown):
+        return UNKNOWN_PLACEHOLDER
     if is_rpc_secret(value):  # the mock runtime hands secret inputs over still wrapped
         inner = unwrap_rpc_secret(value)
         return (
@@ -101,7 +107,27 @@ def plain(value: Any) -> Any:
     return value
 
 
+def _holds_unknown(value: Any) -> bool:
+    if isinstance(value, Unknown):
+        return True
+    if isinstance(value, dict):
+        return any(_holds_unknown(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds_unknown(v) for v in value)
+    return False
+
+
 def kubernetes_object(resource: Recorded) -> Manifest:
+    if _holds_unknown(resource.inputs):
+        raise UsageError(
+            [
+                Problem(
+                    f"{resource.type} {resource.name}",
+                    "depends on a value known only after deploy, so no file could be applied as it is; "
+                    "render without --preview",
+                )
+            ]
+        )
     body = plain(resource.inputs)
     kind = body["kind"]
     if kind == "Secret":

@@ -8,9 +8,12 @@ from typing import Any
 
 import pytest
 import yaml
+from pulumi.output import Unknown
 
 from colo.cli import main
-from colo.render import APPLY_DIR
+from colo.errors import UsageError
+from colo.mock_run import Recorded
+from colo.render import APPLY_DIR, UNKNOWN_PLACEHOLDER, kubernetes_object
 from colo.stackfiles import list_stacks
 from tests.apply_dir import apply_directory_problems, objects_in
 
@@ -197,3 +200,28 @@ def test_a_stack_file_whose_config_is_not_a_mapping_is_an_error_not_a_traceback(
     stack.write_text("config: 3\n")
     assert main(["plan", "--config", str(stack)]) == 2
     assert "must be a mapping" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_a_preview_render_of_a_managed_stack_shows_values_known_after_deploy_as_a_placeholder(
+    rendered: dict[str, Path], stack: str, tmp_path: Path
+) -> None:
+    assert main(["render", "--stack", stack, "--out", str(tmp_path), "--preview"]) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    attachments = [r for r in summary["other_resources"] if r["type"].endswith("RolePolicyAttachment")]
+    assert attachments and all(r["inputs"]["role"] == UNKNOWN_PLACEHOLDER for r in attachments)
+    assert UNKNOWN_PLACEHOLDER in (tmp_path / "summary.md").read_text()
+    # The Kubernetes side depends on no value computed at deploy: its files are the same as after `up`.
+    assert _tree(tmp_path / APPLY_DIR) == _tree(rendered[stack] / APPLY_DIR)
+
+
+def test_a_kubernetes_object_that_needs_a_value_known_only_after_deploy_is_refused_not_written() -> None:
+    configmap = Recorded(
+        "kubernetes:core/v1:ConfigMap",
+        "cm",
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}, "data": {"arn": Unknown()}},
+        None,
+        True,
+    )
+    with pytest.raises(UsageError, match="render without --preview"):
+        kubernetes_object(configmap)
