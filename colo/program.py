@@ -7,10 +7,12 @@ stack never produces a partial deployment.
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import pulumi
 from pulumi.runtime.config import CONFIG, get_config_env, is_config_secret
+from pulumi.runtime.settings import get_monitor
 
 from colo.components.errors import ProgramError
 from colo.config import StackConfig, parse_stack_config
@@ -22,6 +24,19 @@ from colo.plan.stack import Plan, make_plan
 from colo.profiles import s3_profile_reader
 
 PREFIX = "colo:"
+OUTSIDE_THE_ENGINE = (
+    "this is a Pulumi program: it runs inside the Pulumi engine, which hands it the stack's config, and was "
+    "started without one. Run `pulumi preview` or `pulumi up` in the project directory (README, 'With the "
+    "Pulumi CLI'), or, without the Pulumi CLI, `colo plan --stack STACK` and `colo render --stack STACK "
+    "--out DIR`."
+)
+
+
+def require_engine() -> None:
+    """Stop with a plain message when started as a script: there is no stack config to read then."""
+    if get_monitor() is None:  # the engine, or the SDK's mock runtime, sets the resource monitor
+        print(OUTSIDE_THE_ENGINE, file=sys.stderr)
+        raise SystemExit(2)
 
 
 def _colo_keys() -> list[str]:
@@ -57,6 +72,7 @@ def plan_stack(config: StackConfig) -> Plan:
 
 
 def run() -> None:
+    require_engine()
     try:
         config, hf_token = read_config()
         plan = plan_stack(config)
