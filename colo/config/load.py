@@ -56,7 +56,10 @@ def parse_stack_config(
     """
     unknown = [key for key in raw if key not in CONFIG_KEYS and key not in SECRET_KEYS]
     problems = [
-        Problem(f"{PROJECT}:{key}", f"unknown config key; known keys are {', '.join(CONFIG_KEYS)}")
+        Problem(
+            f"{PROJECT}:{key}",
+            f"unknown config key; known keys are {', '.join((*CONFIG_KEYS, *SECRET_KEYS))}",
+        )
         for key in unknown
     ]
     if plaintext_token:

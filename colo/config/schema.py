@@ -209,6 +209,17 @@ class Cluster(_Model):
         default=None, description="Restartable init containers; default: on from Kubernetes 1.29"
     )
 
+    @field_validator("kubernetes_version", mode="before")
+    @classmethod
+    def _quoted_version(cls, value: object) -> object:
+        # Unquoted in YAML, 1.30 is the number 1.3: the minor version is lost before colo sees it.
+        if isinstance(value, float):
+            raise ValueError(
+                f"is the number {value} here: YAML reads an unquoted version as a number and drops "
+                'trailing zeros (1.30 becomes 1.3); quote it, e.g. kubernetesVersion: "1.30"'
+            )
+        return value
+
     @field_validator("kubernetes_version")
     @classmethod
     def _minor_version(cls, value: str) -> str:
@@ -301,6 +312,22 @@ class StackConfig(_Model):
         description="Where relative profile paths are read from: the project directory; None: the working "
         "directory, which is the project directory when the Pulumi CLI runs the program",
     )
+
+    @model_validator(mode="after")
+    def _managed_pool_names_its_cluster(self) -> StackConfig:
+        # The default name would send the node group to whichever EKS cluster happens to be called colo.
+        if self.node_pool.mode == "managed" and "name" not in self.cluster.model_fields_set:
+            raise ValidationError.from_exception_data(
+                type(self).__name__,
+                [
+                    _error(
+                        ("cluster", "name"),
+                        "required with nodePool.mode: managed: the name of the EKS cluster the node group "
+                        "joins (pulumi config set --path cluster.name <cluster>)",
+                    )
+                ],
+            )
+        return self
 
     @model_validator(mode="after")
     def _storage_for_s3_weights(self) -> StackConfig:
