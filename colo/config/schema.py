@@ -239,6 +239,18 @@ class Cluster(_Model):
         return int(self.kubernetes_version.split(".")[1])
 
 
+class DevicePlugin(_Model):
+    """NVIDIA's device plugin on the GPU nodes: colo installs it where the node image has none, unless it
+    is managed elsewhere (the GPU Operator, the cluster's own DaemonSet), when colo adds none."""
+
+    managed_by: Literal["colo", "elsewhere"] = "colo"
+    shared_replicas: Annotated[int, Field(ge=1)] | None = Field(
+        default=None,
+        description="time-slice with a plugin managed elsewhere: the replicas per GPU it advertises as "
+        "nvidia.com/gpu.shared, as you have checked in its config",
+    )
+
+
 class NodePool(_Model):
     mode: Literal["managed", "existing"] = "existing"
     gpu: str = "L40S"
@@ -251,6 +263,7 @@ class NodePool(_Model):
     node_selector: dict[str, CliText] = Field(default_factory=dict)
     root_volume_gib: int | None = Field(default=None, ge=50, alias="rootVolumeGiB")
     max_nodes: Annotated[int, Field(ge=1)] | None = None
+    device_plugin: DevicePlugin = DevicePlugin()
 
     @model_validator(mode="after")
     def _managed_needs_subnets(self) -> NodePool:

@@ -18,7 +18,13 @@ from colo.plan.pair import PairPlan, S3Profile, plan_pair
 from colo.plan.placement import node_count, node_limit_problems, place_pairs
 from colo.plan.platform import gpus_per_node, instance_type_known, platform_problems, uses_native_sidecars
 from colo.plan.resources import node_fit_problems
-from colo.plan.scheduling import DevicePluginPlan, device_plugin, gpu_tolerations, node_selector
+from colo.plan.scheduling import (
+    DevicePluginPlan,
+    device_plugin,
+    device_plugin_problems,
+    gpu_tolerations,
+    node_selector,
+)
 
 
 @dataclass(frozen=True)
@@ -44,7 +50,7 @@ def make_plan(
     config: StackConfig, *, s3_profile: S3Profile | None = None, gpu_override: GpuSpec | None = None
 ) -> Plan:
     """Plan every pair. Problems are collected, never raised, so `colo plan` can show them all."""
-    problems = platform_problems(config)
+    problems = platform_problems(config) + device_plugin_problems(config)
     selector, tolerations = node_selector(config), gpu_tolerations()
     try:
         gpu_spec = gpu_override or gpu(config.node_pool.gpu)
