@@ -16,6 +16,7 @@ from pulumi.runtime.settings import get_monitor
 
 from colo.components.errors import ProgramError
 from colo.config import StackConfig, parse_stack_config
+from colo.config.load import SECRET_KEYS
 from colo.errors import ColoError, InfeasiblePlanError
 from colo.plan.kubernetes_spec import kubernetes_spec
 from colo.plan.node_pool import managed_node_pool
@@ -45,23 +46,28 @@ def _colo_keys() -> list[str]:
     return sorted(key.removeprefix(PREFIX) for key in keys if key.startswith(PREFIX))
 
 
-def read_config() -> tuple[StackConfig, pulumi.Output[str] | None]:
+def read_config() -> tuple[StackConfig, dict[str, pulumi.Output[str]]]:
+    """The validated config, and the Pulumi secrets that are set (colo:hfToken, colo:vllmApiKey) by key."""
     cfg = pulumi.Config("colo")
     raw: dict[str, Any] = {}
     for key in _colo_keys():
-        if key == "hfToken":
+        if key in SECRET_KEYS:
             continue
         text = cfg.get(key)
         try:
             raw[key] = json.loads(text) if text is not None else None
         except json.JSONDecodeError:
             raw[key] = text  # a plain string where an object belongs: the schema names the path
-    hf_token = cfg.get_secret("hfToken")
-    plaintext_token = hf_token is not None and not is_config_secret(f"{PREFIX}hfToken")
+    secrets = {key: value for key in SECRET_KEYS if (value := cfg.get_secret(key)) is not None}
     region = pulumi.Config("aws").get("region")
-    return parse_stack_config(
-        raw, hf_token_set=hf_token is not None, plaintext_token=plaintext_token, aws_region=region
-    ), hf_token
+    config = parse_stack_config(
+        raw,
+        hf_token_set="hfToken" in secrets,
+        vllm_api_key_set="vllmApiKey" in secrets,
+        plaintext_secrets=[key for key in secrets if not is_config_secret(f"{PREFIX}{key}")],
+        aws_region=region,
+    )
+    return config, secrets
 
 
 def plan_stack(config: StackConfig) -> Plan:
@@ -74,7 +80,7 @@ def plan_stack(config: StackConfig) -> Plan:
 def run() -> None:
     require_engine()
     try:
-        config, hf_token = read_config()
+        config, secrets = read_config()
         plan = plan_stack(config)
         pool, cluster = managed_node_pool(config, plan), kubernetes_spec(config, plan)
     except ColoError as error:
@@ -85,5 +91,5 @@ def run() -> None:
     node_pool = declare_node_pool(pool)
     from colo.components.kubernetes import declare_kubernetes
 
-    declare_kubernetes(cluster, hf_token=hf_token, depends_on=[node_pool] if node_pool else [])
+    declare_kubernetes(cluster, secrets=secrets, depends_on=[node_pool] if node_pool else [])
     pulumi.export("plan", plan_view(plan))

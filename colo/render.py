@@ -34,6 +34,7 @@ APPLY_ORDER = [
     "Namespace",
     "ConfigMap",
     "Secret",
+    "NetworkPolicy",
     "PersistentVolumeClaim",
     "ResourceClaimTemplate",
     "DaemonSet",

@@ -13,6 +13,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from colo.components.containers import (
+    SecretRef,
     health_url,
     running_probe,
     server_env,
@@ -23,6 +24,7 @@ from colo.components.containers import (
     weight_sync_container,
 )
 from colo.components.gpu_pairing import PodGpu, ServerGpu
+from colo.components.network_policy import ingress_policy
 from colo.components.pod_scripts import script_path
 from colo.components.pod_security import container_security_context, pod_security_context
 from colo.plan.pair import PairPlan, Server
@@ -47,8 +49,8 @@ class CoLocatedPairArgs:
     tolerations: list[dict[str, str]]
     model_claim: pulumi.Input[str]
     scripts_config_map: pulumi.Input[str] | None
-    hf_secret: pulumi.Input[str] | None
-    hf_secret_key: str
+    secrets: list[SecretRef]  # what every server reads from a Secret (HF_TOKEN, VLLM_API_KEY)
+    ingress_from: list[k8s.networking.v1.NetworkPolicyPeerArgs]  # who may call the servers
 
 
 def start_gate(earlier: list[Server]) -> list[str]:
@@ -75,6 +77,15 @@ class CoLocatedPair(pulumi.ComponentResource):
         self.service_names = {
             server.role: self._define_service(server).metadata.name for server in args.pair.servers
         }
+        ingress_policy(
+            args.pair.name,
+            namespace=args.namespace,
+            labels=args.labels,
+            selector=args.selector,
+            ports=[server.port for server in args.pair.servers],
+            sources=args.ingress_from,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
         self.register_outputs({"deployment_name": self.deployment_name, "service_names": self.service_names})
 
     def _server_container(self, index: int, server: Server, gpu: ServerGpu) -> k8s.core.v1.ContainerArgs:
@@ -88,7 +99,7 @@ class CoLocatedPair(pulumi.ComponentResource):
             command=[*gate, *gpu.command_prefix, *VLLM_SERVE],
             args=list(server.args),
             ports=[k8s.core.v1.ContainerPortArgs(name=server.role, container_port=server.port)],
-            env=[*server_env(args.hf_secret, args.hf_secret_key), *gpu.env],
+            env=[*server_env(args.secrets), *gpu.env],
             resources=k8s.core.v1.ResourceRequirementsArgs(
                 requests={"cpu": server.cpu, "memory": server.memory, **gpu.limits},
                 limits={"memory": server.memory, **gpu.limits},

@@ -14,8 +14,8 @@ from colo.errors import ConfigError, Problem
 
 PROJECT = "colo"
 # Top-level keys of the `colo:` namespace; the secret hfToken is read separately and never parsed here.
-CONFIG_KEYS = ("cluster", "nodePool", "storage", "budget", "pairs")
-SECRET_KEYS = ("hfToken",)
+CONFIG_KEYS = ("cluster", "nodePool", "storage", "budget", "network", "pairs")
+SECRET_KEYS = ("hfToken", "vllmApiKey")
 
 
 def config_path(loc: Sequence[int | str]) -> str:
@@ -46,11 +46,13 @@ def parse_stack_config(
     plaintext_token: bool = False,
     aws_region: str | None = None,
     project_dir: Path | None = None,
+    vllm_api_key_set: bool = False,
+    plaintext_secrets: Sequence[str] = (),
 ) -> StackConfig:
     """Validate every top-level key at once so the user sees all problems in one run.
 
-    `hf_token_set`, `plaintext_token`, `aws_region` and `project_dir` are facts from outside the colo
-    namespace: whether the secret is set (and whether it really is a secret), the stack's `aws:region`
+    The keyword arguments are facts from outside the colo namespace: whether each secret is set (and
+    `plaintext_token`, `plaintext_secrets`: which are stored in plain text), the stack's `aws:region`
     (what the weight-sync step passes to boto3 in the pod), and the project directory relative profile
     paths are read from.
     """
@@ -62,16 +64,18 @@ def parse_stack_config(
         )
         for key in unknown
     ]
-    if plaintext_token:
-        problems.append(
-            Problem(
-                f"{PROJECT}:hfToken",
-                "is stored in plain text in the stack file; remove it and run "
-                "`pulumi config set --secret hfToken <token>` so only ciphertext is committed",
-            )
+    plaintext = sorted({*plaintext_secrets, *(["hfToken"] if plaintext_token else [])})
+    problems += [
+        Problem(
+            f"{PROJECT}:{key}",
+            "is stored in plain text in the stack file; remove it and run "
+            f"`pulumi config set --secret {key} <value>` so only ciphertext is committed",
         )
+        for key in plaintext
+    ]
     values = {key: raw[key] for key in CONFIG_KEYS if key in raw and raw[key] is not None}
     values["hfTokenSet"] = hf_token_set
+    values["vllmApiKeySet"] = vllm_api_key_set
     values["awsRegion"] = aws_region
     values["projectDir"] = project_dir
     try:

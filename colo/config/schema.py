@@ -300,6 +300,41 @@ class Storage(_Model):
         return value
 
 
+class IngressSource(_Model):
+    """Pods allowed to call the servers: those with `podLabels` (every pod when omitted) in `namespace`
+    (the servers' own when omitted; "*" for every namespace)."""
+
+    namespace: str | None = None
+    pod_labels: dict[str, CliText] | None = None
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace_or_all(cls, value: str | None) -> str | None:
+        if value is not None and value != "*" and not _DNS_LABEL.match(value):
+            raise ValueError(
+                f"'{value}' is not a namespace name (a lower-case DNS label), nor * for every one"
+            )
+        return value
+
+
+class Network(_Model):
+    """Who may reach the servers' ports: a NetworkPolicy per pair admits only these sources."""
+
+    allow_from: list[IngressSource] | None = Field(
+        default=None, description="Sources allowed in; default: every pod of the servers' namespace"
+    )
+
+    @field_validator("allow_from")
+    @classmethod
+    def _some_source(cls, value: list[IngressSource] | None) -> list[IngressSource] | None:
+        if value is not None and not value:
+            raise ValueError(
+                "an empty list would admit no client at all; list the sources, or omit allowFrom for the "
+                "servers' own namespace"
+            )
+        return value
+
+
 class Budget(_Model):
     # Replaying the field report, the prediction of nvidia-smi "used" was low by up to 282 MiB; the default
     # margin covers that with room to spare.
@@ -315,8 +350,12 @@ class StackConfig(_Model):
     node_pool: NodePool = NodePool()
     storage: Storage = Storage()
     budget: Budget = Budget()
+    network: Network = Network()
     pairs: list[Pair]
     hf_token_set: bool = Field(default=False, description="True when the secret colo:hfToken is present")
+    vllm_api_key_set: bool = Field(
+        default=False, description="True when the secret colo:vllmApiKey is present"
+    )
     aws_region: str | None = Field(
         default=None, description="The stack's aws:region (outside the colo namespace), when it is set"
     )

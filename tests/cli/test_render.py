@@ -25,6 +25,7 @@ def _objects(directory: Path) -> list[dict[str, Any]]:
 def _with_secrets(tmp_path: Path, stack: str = "local") -> Path:
     source = yaml.safe_load(Path(f"stacks/Pulumi.{stack}.yaml").read_text())
     source["config"]["colo:hfToken"] = {"secure": "v1:ciphertext"}
+    source["config"]["colo:vllmApiKey"] = {"secure": "v1:ciphertext"}
     path = tmp_path / f"Pulumi.{stack}-secrets.yaml"
     path.write_text(yaml.safe_dump(source))
     return path
@@ -122,15 +123,21 @@ def test_a_secret_is_left_out_and_the_command_that_creates_it_is_printed(
 ) -> None:
     out = tmp_path / "out"
     assert main(["render", "--config", str(_with_secrets(tmp_path)), "--out", str(out)]) == 0
-    command = 'kubectl -n colo create secret generic hf-token --from-literal=token="$HF_TOKEN"'
-    assert f"  {command}\n" in capsys.readouterr().out
+    commands = [
+        'kubectl -n colo create secret generic hf-token --from-literal=token="$HF_TOKEN"',
+        'kubectl -n colo create secret generic vllm-api-key --from-literal=token="$VLLM_API_KEY"',
+    ]
+    printed = capsys.readouterr().out
     summary = json.loads((out / "summary.json").read_text())
-    assert [s["command"] for s in summary["secrets_to_create"]] == [command]
-    assert command in (out / "summary.md").read_text()
+    assert [s["command"] for s in summary["secrets_to_create"]] == commands
+    for command in commands:
+        assert f"  {command}\n" in printed
+        assert command in (out / "summary.md").read_text()
     deployment = next(body for body in _objects(out) if body["kind"] == "Deployment")
     llm = deployment["spec"]["template"]["spec"]["containers"][-1]
-    token = next(e for e in llm["env"] if e["name"] == "HF_TOKEN")
-    assert token["valueFrom"]["secretKeyRef"] == {"key": "token", "name": "hf-token"}
+    env = {e["name"]: e.get("valueFrom") for e in llm["env"]}
+    assert env["HF_TOKEN"]["secretKeyRef"] == {"key": "token", "name": "hf-token"}
+    assert env["VLLM_API_KEY"]["secretKeyRef"] == {"key": "token", "name": "vllm-api-key"}
 
 
 def test_the_hf_token_never_reaches_the_files(tmp_path: Path) -> None:
