@@ -30,11 +30,23 @@ from colo.components.pod_security import container_security_context, pod_securit
 from colo.plan.pair import PairPlan, Server
 
 VLLM_SERVE = ["vllm", "serve"]
-# A pod that reads S3 needs its service account's token (IRSA, EKS Pod Identity); the finding is
-# explained in docs/checkov.md.
-SERVICE_ACCOUNT_TOKEN_EXCEPTION = {
-    "checkov.io/skip1": "CKV_K8S_38=the weight sync reads S3 with the service account's token",
-}
+# Policy-scanner findings a pod can carry for a reason, each explained in docs/checkov.md: a pod that
+# reads S3 needs its service account's token (IRSA, EKS Pod Identity); vLLM reads its API key only from
+# the environment (or its command line), and the HF token travels the same way.
+SERVICE_ACCOUNT_TOKEN_EXCEPTION = "CKV_K8S_38=the weight sync reads S3 with the service account's token"
+SECRET_ENV_EXCEPTION = "CKV_K8S_35=vLLM reads VLLM_API_KEY and HF_TOKEN from the environment only"
+
+
+def scanner_exceptions(pair: PairPlan, reads_secrets: bool) -> dict[str, str] | None:
+    found = [
+        exception
+        for exception, applies in (
+            (SERVICE_ACCOUNT_TOKEN_EXCEPTION, pair.service_account is not None),
+            (SECRET_ENV_EXCEPTION, reads_secrets),
+        )
+        if applies
+    ]
+    return {f"checkov.io/skip{i}": exception for i, exception in enumerate(found, start=1)} or None
 
 
 @dataclass(frozen=True)
@@ -150,7 +162,7 @@ class CoLocatedPair(pulumi.ComponentResource):
                 name=args.pair.name,
                 namespace=args.namespace,
                 labels=args.labels,
-                annotations=SERVICE_ACCOUNT_TOKEN_EXCEPTION if args.pair.service_account else None,
+                annotations=scanner_exceptions(args.pair, bool(args.secrets)),
             ),
             spec=k8s.apps.v1.DeploymentSpecArgs(
                 replicas=1,

@@ -128,3 +128,15 @@ def test_an_api_key_in_plain_text_is_refused_with_the_secret_command(
     assert "colo:vllmApiKey: is stored in plain text" in err
     assert "pulumi config set --secret vllmApiKey" in err
     assert "sk-plain" not in err
+
+
+def test_pods_that_read_secrets_from_the_environment_carry_the_documented_scanner_exception(
+    run_variant: Callable[..., ProgramRun], checked_in_run: Callable[[str, bool], ProgramRun]
+) -> None:
+    (plain_pod,) = checked_in_run("local", False).mocks.of_type(DEPLOYMENT)
+    assert "annotations" not in plain_pod.inputs["metadata"]
+    (deployment,) = run_variant(variant("local", secret_token=True, secret_api_key=True)).mocks.of_type(
+        DEPLOYMENT
+    )
+    assert deployment.inputs["metadata"]["annotations"]["checkov.io/skip1"].startswith("CKV_K8S_35=")
+    assert "CKV_K8S_35" in (REPO_ROOT / "docs" / "checkov.md").read_text()
