@@ -40,6 +40,11 @@ RAW: dict[str, Any] = yaml.safe_load(resources.files("colo.catalog").joinpath("g
         ("NVIDIA H100 NVL", "H100-NVL"),
         ("NVIDIA H200", "H200"),
         ("NVIDIA B200", "B200"),
+        ("NVIDIA A10G", "A10G"),
+        ("NVIDIA RTX A6000", "RTX-A6000"),
+        ("NVIDIA RTX 6000 Ada Generation", "RTX-6000-Ada"),
+        ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "RTX-PRO-6000"),
+        ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "RTX-PRO-6000"),
         ("NVIDIA GeForce RTX 5090", "RTX-5090"),
     ],
 )
@@ -56,6 +61,8 @@ def test_the_names_nvidia_smi_prints_find_their_gpu(name: str, expected: str) ->
         ("h100 sxm", "H100-SXM"),
         ("H100 80 GB", "H100-SXM"),
         ("a10", "A10"),
+        ("A10G", "A10G"),
+        ("rtx-a6000", "RTX-A6000"),
         ("L4", "L4"),
         ("l40s", "L40S"),
         ("A100_80GB", "A100-80GB"),
@@ -80,6 +87,7 @@ def test_every_alias_a_gpu_lists_finds_that_gpu() -> None:
     [
         ("A100", {"A100-40GB", "A100-80GB"}),
         ("H100", {"H100-PCIe", "H100-SXM", "H100-NVL"}),
+        ("RTX 6000", {"RTX-6000-Ada", "RTX-PRO-6000"}),
     ],
 )
 def test_a_name_that_fits_several_gpus_is_refused_listing_them(name: str, candidates: set[str]) -> None:
@@ -168,6 +176,7 @@ def test_every_instance_type_names_a_catalog_gpu_and_ec2s_names_resolve_to_it() 
     assert gpu_candidates("L4") == ("L4",) and gpu_candidates("L40S") == ("L40S",)
     assert set(gpu_candidates("A100")) == {"A100-40GB", "A100-80GB"}
     assert "H100-SXM" in gpu_candidates("H100") and gpu_candidates("B200") == ("B200",)
+    assert gpu_candidates("A10G") == ("A10G",) and gpu_candidates("RTX PRO Server 6000") == ("RTX-PRO-6000",)
 
 
 def test_a_gpu_given_by_memory_takes_the_largest_context_and_sm_count_and_says_so() -> None:
