@@ -9,20 +9,17 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any, get_args
+from typing import Any
 
 from pydantic import ValidationError
 
 from colo.catalog import gpu_names
 from colo.catalog.vllm_rules import supported_range
+from colo.cli.common import ExitCode, schema_choices
 from colo.config.estimate import EstimateArguments, Runner
 from colo.config.schema import KvCacheDtype, Quantization, SpeculativeMethod
 from colo.errors import ArgumentsError, Problem
 from colo.plan.estimate import EstimateRefused, estimate, estimate_view
-
-
-def _choices(literal: Any) -> tuple[str, ...]:
-    return tuple(str(value) for value in get_args(literal))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,15 +44,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-model-len", type=int)
     parser.add_argument("--max-num-seqs", type=int)
     parser.add_argument("--max-num-batched-tokens", type=int)
-    parser.add_argument("--kv-cache-dtype", default="auto", choices=_choices(KvCacheDtype))
-    parser.add_argument("--quantization", choices=_choices(Quantization))
+    parser.add_argument("--kv-cache-dtype", default="auto", choices=schema_choices(KvCacheDtype))
+    parser.add_argument("--quantization", choices=schema_choices(Quantization))
     parser.add_argument("--enforce-eager", action="store_true")
-    parser.add_argument("--runner", choices=_choices(Runner), default="generate")
+    parser.add_argument("--runner", choices=schema_choices(Runner), default="generate")
     parser.add_argument("--tensor-parallel-size", type=int, default=1)
     parser.add_argument("--kv-cache-memory-bytes", type=int)
     parser.add_argument("--free-memory-gib", type=float, help="free memory at start instead of an idle GPU")
     parser.add_argument("--num-speculative-tokens", type=int)
-    parser.add_argument("--speculative-method", choices=_choices(SpeculativeMethod))
+    parser.add_argument("--speculative-method", choices=schema_choices(SpeculativeMethod))
     parser.add_argument("--json", action="store_true", help="print JSON (the default output is JSON too)")
 
 
@@ -84,4 +81,4 @@ def run(args: argparse.Namespace) -> int:
     except EstimateRefused as exc:
         raise ArgumentsError([Problem(flag(exc.field), exc.message)]) from None
     print(json.dumps(estimate_view(result), indent=2))
-    return 0 if result.budget.ok else 1
+    return ExitCode.OK if result.budget.ok else ExitCode.FAILS
