@@ -9,10 +9,17 @@ from pathlib import Path
 from colo.catalog import GIB, gpu, gpu_names
 from colo.catalog.architecture import ModelArchitecture
 from colo.catalog.models import architecture_from_path, catalog_architecture
+from colo.catalog.quant_methods import (
+    QuantizationRefused,
+    all_kv_cache_dtypes,
+    all_quantization_names,
+    resolve_architecture,
+)
 from colo.catalog.vllm_rules import rules_for, supported_range
 from colo.errors import ConfigError, Problem
 from colo.plan.budget import ProcessSpec, size_process
 from colo.plan.engine_limits import resolve_limits
+from colo.plan.kv_cache import KV_DTYPE_BYTES
 from colo.plan.report import budget_view
 
 
@@ -26,8 +33,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-model-len", type=int)
     parser.add_argument("--max-num-seqs", type=int)
     parser.add_argument("--max-num-batched-tokens", type=int)
-    parser.add_argument("--kv-cache-dtype", default="auto", choices=("auto", "fp8", "fp8_e4m3", "fp8_e5m2"))
-    parser.add_argument("--quantization", choices=("none", "fp8", "awq", "gptq", "nvfp4"))
+    parser.add_argument(
+        "--kv-cache-dtype",
+        default="auto",
+        choices=("auto", *(d for d in all_kv_cache_dtypes() if d in KV_DTYPE_BYTES)),
+    )
+    parser.add_argument(
+        "--quantization",
+        choices=all_quantization_names(),
+        help="vLLM's own method names; default: what the checkpoint's config declares, as vLLM resolves it",
+    )
     parser.add_argument("--enforce-eager", action="store_true")
     parser.add_argument("--runner", choices=("generate", "pooling"), default="generate")
     parser.add_argument("--tensor-parallel-size", type=int, default=1)
@@ -64,9 +79,15 @@ def run(args: argparse.Namespace) -> int:
     util = args.gpu_memory_utilization
     if util is not None and not 0 < util < 1:
         raise ConfigError([Problem("--gpu-memory-utilization", f"{util} is not a fraction between 0 and 1")])
-    arch = _architecture(args.model)
-    if args.quantization:
-        arch = arch.with_quantization(args.quantization)
+    try:
+        arch = resolve_architecture(
+            _architecture(args.model),
+            args.quantization,
+            vllm_version=args.vllm_version,
+            capability=gpu_spec.compute_capability,
+        )
+    except QuantizationRefused as exc:
+        raise ConfigError([Problem("--quantization", str(exc))]) from None
     limits = resolve_limits(
         arch,
         gpu_spec,

@@ -14,10 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.alias_generators import to_camel
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from colo.catalog.quant_methods import all_kv_cache_dtypes, all_quantization_names, check_name, quant_release
+from colo.plan.kv_cache import KV_DTYPE_BYTES
+
 NodeImage = Literal["al2023-nvidia", "bottlerocket-nvidia", "gpu-operator-cdi", "generic-nvidia-runtime"]
 GpuPairing = Literal["uuid-handoff", "dra", "time-slice"]
-KvCacheDtype = Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2"]
-Quantization = Literal["none", "fp8", "awq", "gptq", "compressed-tensors", "nvfp4"]
 
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
 _VERSION = re.compile(r"^\d+\.\d+\.\d+(\.\d+)?(\.post\d+)?$")
@@ -91,8 +92,15 @@ class ServerSpec(_Model):
         description="s3://bucket/prefix/ copied into the model volume before start; omitted = the "
         "Hugging Face Hub at start-up",
     )
-    quantization: Quantization | None = None
-    kv_cache_dtype: KvCacheDtype = "auto"
+    quantization: str | None = Field(
+        default=None,
+        description="vLLM's --quantization, by vLLM's own names for the pinned release; omitted = what the "
+        "checkpoint's config declares. Given, it must agree with that config as vLLM checks it, or name a "
+        "method that quantizes a full-precision checkpoint at load (fp8, fp8_per_tensor, ...)",
+    )
+    kv_cache_dtype: str = Field(
+        default="auto", description="vLLM's --kv-cache-dtype names for the pinned release"
+    )
     max_model_len: Annotated[int, Field(ge=16)] | None = None
     max_num_seqs: Annotated[int, Field(ge=1)] | None = None
     max_num_batched_tokens: Annotated[int, Field(ge=16)] | None = None
@@ -158,6 +166,42 @@ class ServerSpec(_Model):
                 key = to_camel(flag.lstrip("-").replace("-", "_"))
                 raise ValueError(f"{flag} is set by colo from the budget; use the field '{key}' instead")
         return value
+
+    @field_validator("quantization")
+    @classmethod
+    def _a_vllm_method(cls, value: str | None) -> str | None:
+        if value is not None and value not in all_quantization_names():
+            raise ValueError(
+                f"'{value}' is no vLLM quantization method; vLLM's names: {', '.join(all_quantization_names())}"
+            )
+        return value
+
+    @field_validator("kv_cache_dtype")
+    @classmethod
+    def _a_vllm_kv_dtype(cls, value: str) -> str:
+        if value in all_kv_cache_dtypes() and value != "auto" and value not in KV_DTYPE_BYTES:
+            raise ValueError(
+                f"colo does not size vLLM's kv-cache dtype '{value}' (its layout packs values with per-block scales); sized: auto, {', '.join(KV_DTYPE_BYTES)}"
+            )
+        if value not in all_kv_cache_dtypes():
+            raise ValueError(
+                f"'{value}' is no vLLM kv-cache dtype; vLLM's names: {', '.join(all_kv_cache_dtypes())}"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _names_of_the_release(self) -> ServerSpec:
+        """vLLM's argparse accepts only its release's names; whether the name fits the checkpoint is checked
+        once its config is read (colo.catalog.quant_methods.resolve_architecture)."""
+        if self.quantization is not None:
+            check_name(self.quantization, self.vllm.version)
+        dtypes = quant_release(self.vllm.version).kv_cache_dtypes
+        if self.kv_cache_dtype not in dtypes:
+            raise ValueError(
+                f"vLLM {self.vllm.version} has no kv-cache dtype '{self.kv_cache_dtype}'; it accepts: "
+                f"{', '.join(dtypes)}"
+            )
+        return self
 
     @model_validator(mode="after")
     def _one_memory_override(self) -> ServerSpec:
