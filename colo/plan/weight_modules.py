@@ -6,8 +6,10 @@ Per rank (`vllm 0.33.0 model_executor/layers/linear.py`, `…/vocab_parallel_emb
 `…/fused_moe/layer.py::FusedMoE.__init__`): column-parallel layers split their outputs N ways, row-parallel
 layers their inputs; QKV keeps `max(1, kv_heads // N)` KV heads per rank (replicated below one head a rank);
 experts split their intermediate width; the vocabulary is padded to a multiple of 64, then split. Replicated on
-every rank: norms, MoE routers and shared-expert gates, MLA's q_a/kv_a projections, row-parallel biases, the
-rotary cache, and the vision tower (its sharding was not read; replicated is the conservative side).
+every rank: norms, MoE routers and shared-expert gates, MLA's q_a/kv_a projections, row-parallel biases and the
+rotary cache. Vision towers shard their linears like the decoder (`vllm 0.26.0 model_executor/models/qwen3_vl.py::
+Qwen3_VisionMLP`, `…/siglip.py`: Column/RowParallelLinear; `--mm-encoder-tp-mode data`, 0.10.2+, replicates
+them instead), so colo splits the tower N ways.
 """
 
 from __future__ import annotations
@@ -254,5 +256,5 @@ def module_inventory(
         inv.experts += mtp.experts
         inv.dense += mtp.dense
     if arch.vision_parameters:
-        inv.tensors("vision", arch.vision_parameters, "replicated", tp)
+        inv.tensors("vision", arch.vision_parameters, "column", tp)
     return inv

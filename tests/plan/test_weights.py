@@ -204,3 +204,10 @@ def test_gpt_oss_linear_layers_stay_bf16() -> None:
 def test_a_refused_quantization_is_not_sized() -> None:
     with pytest.raises(QuantizationRefused):
         estimate_weights(_geometry_only("Qwen/Qwen3-8B").with_quantization("awq"))
+
+
+def test_a_vision_tower_shards_its_linears_like_the_decoder() -> None:
+    arch = catalog_architecture("Qwen/Qwen3.6-27B")
+    one, two = estimate_weights(arch), estimate_weights(arch, tensor_parallel_size=2)
+    assert one.detail["vision"] > 0
+    assert two.detail["vision"] == one.detail["vision"] // 2
