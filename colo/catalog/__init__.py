@@ -20,22 +20,12 @@ class GpuSpec:
     cuda_total_bytes: int
     context_bytes: int
     cublas_bytes: int
-    nvidia_smi_total_mib: int | None
-    ec2_memory_mib: int | None
-    sources: dict[str, str]
+    ec2_memory_mib: int | None  # what EC2 reports per GPU; checked against the instance type at preview
     # CUDA compute capability (major, minor): vLLM picks kernels and quantized layouts by it (Marlin below
     # 8.9 for FP8, FlashMLA on 9.x, V1's minimum of 8.0 before 0.10.2).
     compute_capability: tuple[int, int]
     # Streaming multiprocessors: the Triton top-k/top-p sampler sizes a scratch buffer by it.
     sm_count: int
-
-    @property
-    def cuda_total_gib(self) -> float:
-        return self.cuda_total_bytes / GIB
-
-    @property
-    def cuda_total_mib(self) -> float:
-        return self.cuda_total_bytes / MIB
 
 
 def _yaml(name: str) -> Any:
@@ -54,9 +44,7 @@ def _gpus() -> dict[str, GpuSpec]:
             else round(float(entry["cuda_total_gib"]) * GIB),
             context_bytes=int(entry["context_mib"]) * MIB,
             cublas_bytes=int(entry.get("cublas_mib", DEFAULT_CUBLAS_MIB)) * MIB,
-            nvidia_smi_total_mib=entry.get("nvidia_smi_total_mib"),
             ec2_memory_mib=entry.get("ec2_memory_mib"),
-            sources=dict(entry.get("sources", {})),
             compute_capability=_capability(str(entry["compute_capability"])),
             sm_count=int(entry["sm_count"]),
         )
@@ -98,7 +86,3 @@ def _instance_types() -> dict[str, InstanceType]:
 
 def instance_type(name: str) -> InstanceType | None:
     return _instance_types().get(name)
-
-
-def instance_type_names() -> list[str]:
-    return sorted(_instance_types())

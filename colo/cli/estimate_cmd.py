@@ -9,17 +9,13 @@ from pathlib import Path
 from colo.catalog import GIB, gpu, gpu_names
 from colo.catalog.architecture import ModelArchitecture
 from colo.catalog.models import architecture_from_path, catalog_architecture
-from colo.catalog.quant_methods import (
-    QuantizationRefused,
-    all_kv_cache_dtypes,
-    all_quantization_names,
-    resolve_architecture,
-)
+from colo.catalog.quant_methods import QuantizationRefused, resolve_architecture
 from colo.catalog.vllm_rules import rules_for, supported_range
+from colo.cli.common import ExitCode, schema_choices
+from colo.config.schema import KV_CACHE_DTYPE_CHOICES, QUANTIZATION_CHOICES, SpeculativeMethod
 from colo.errors import ConfigError, Problem
 from colo.plan.budget import ProcessSpec, size_process
 from colo.plan.engine_limits import resolve_limits
-from colo.plan.kv_cache import KV_DTYPE_BYTES
 from colo.plan.report import budget_view
 
 
@@ -33,14 +29,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-model-len", type=int)
     parser.add_argument("--max-num-seqs", type=int)
     parser.add_argument("--max-num-batched-tokens", type=int)
-    parser.add_argument(
-        "--kv-cache-dtype",
-        default="auto",
-        choices=("auto", *(d for d in all_kv_cache_dtypes() if d in KV_DTYPE_BYTES)),
-    )
+    parser.add_argument("--kv-cache-dtype", default="auto", choices=KV_CACHE_DTYPE_CHOICES)
     parser.add_argument(
         "--quantization",
-        choices=all_quantization_names(),
+        choices=QUANTIZATION_CHOICES,
         help="vLLM's own method names; default: what the checkpoint's config declares, as vLLM resolves it",
     )
     parser.add_argument("--enforce-eager", action="store_true")
@@ -49,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kv-cache-memory-bytes", type=int)
     parser.add_argument("--free-memory-gib", type=float, help="free memory at start instead of an idle GPU")
     parser.add_argument("--num-speculative-tokens", type=int, default=0)
-    parser.add_argument("--speculative-method", choices=("mtp", "eagle", "eagle3", "ngram"))
+    parser.add_argument("--speculative-method", choices=schema_choices(SpeculativeMethod))
     parser.add_argument("--json", action="store_true", help="print JSON (the default output is JSON too)")
 
 
@@ -116,4 +108,4 @@ def run(args: argparse.Namespace) -> int:
 
     out = {"model": arch.model_id, "gpu": gpu_spec.name, "rules": rules.label, **budget_view(budget)}
     print(json.dumps(out, indent=2))
-    return 0 if budget.ok else 1
+    return ExitCode.OK if budget.ok else ExitCode.FAILS

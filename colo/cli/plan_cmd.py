@@ -6,13 +6,11 @@ import argparse
 import json
 from typing import Any
 
-from colo.cli.common import add_stack_arguments, load_config, read_stack_file
+from colo.cli.common import ExitCode, add_stack_arguments, load_config, read_stack_file
 from colo.config import StackConfig
 from colo.plan.report import plan_view
 from colo.plan.stack import Plan, make_plan
 from colo.profiles import s3_profile_reader
-
-EXIT_OK, EXIT_INFEASIBLE = 0, 1
 
 COLUMNS = [
     ("server", "name"),
@@ -117,4 +115,4 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(view, indent=2, sort_keys=True))
     else:
         print(render_text(view, markdown=args.format == "markdown"))
-    return EXIT_OK if plan.feasible else EXIT_INFEASIBLE
+    return ExitCode.OK if plan.feasible else ExitCode.FAILS

@@ -15,10 +15,17 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from colo.catalog.quant_methods import all_kv_cache_dtypes, all_quantization_names, check_name, quant_release
+from colo.config.cli_values import CliText
 from colo.plan.kv_cache import KV_DTYPE_BYTES
+from colo.roles import START_ORDER, Role
 
 NodeImage = Literal["al2023-nvidia", "bottlerocket-nvidia", "gpu-operator-cdi", "generic-nvidia-runtime"]
 GpuPairing = Literal["uuid-handoff", "dra", "time-slice"]
+SpeculativeMethod = Literal["mtp", "eagle", "eagle3", "ngram"]
+# vLLM's own names, for every release colo knows (colo/catalog/quant_methods.yaml); a server's pinned release
+# narrows them in ServerSpec._names_of_the_release. The CLI takes its choices from here too.
+QUANTIZATION_CHOICES = all_quantization_names()
+KV_CACHE_DTYPE_CHOICES = ("auto", *(name for name in all_kv_cache_dtypes() if name in KV_DTYPE_BYTES))
 
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
 _VERSION = re.compile(r"^\d+\.\d+\.\d+(\.\d+)?(\.post\d+)?$")
@@ -74,7 +81,7 @@ class VllmImage(_Model):
 
 
 class Speculative(_Model):
-    method: Literal["mtp", "eagle", "eagle3", "ngram"]
+    method: SpeculativeMethod
     num_speculative_tokens: Annotated[int, Field(ge=1, le=16)] = 1
 
 
@@ -114,10 +121,10 @@ class ServerSpec(_Model):
         default=None, description="Override: a fixed KV pool (vLLM >= 0.10.1)"
     )
     vllm: VllmImage = VllmImage()
-    extra_args: list[str] = Field(default_factory=list)
-    cpu: str | None = Field(default=None, description="CPU request; default by role (LLM 2, others 1)")
+    extra_args: list[CliText] = Field(default_factory=list)
+    cpu: CliText | None = Field(default=None, description="CPU request; default by role (colo.roles)")
     memory: str | None = Field(
-        default=None, description="Memory request and limit; default LLM 20Gi, others 6Gi"
+        default=None, description="Memory request and limit; default by role (colo.roles)"
     )
 
     @field_validator("cpu")
@@ -211,12 +218,21 @@ class ServerSpec(_Model):
 
 
 class Pair(_Model):
-    """The servers that share one GPU. Start order: embedding, reranker, then the LLM."""
+    """The servers that share one GPU, one field per role (colo.roles)."""
 
     name: str
     llm: ServerSpec
     embedding: ServerSpec
     reranker: ServerSpec | None = None
+
+    def servers(self) -> list[tuple[Role, ServerSpec]]:
+        """The configured servers, as the stack file lists them (the LLM first)."""
+        by_role = {Role.LLM: self.llm, Role.EMBEDDING: self.embedding, Role.RERANKER: self.reranker}
+        return [(role, server) for role, server in by_role.items() if server is not None]
+
+    def servers_in_start_order(self) -> list[tuple[Role, ServerSpec]]:
+        configured = dict(self.servers())
+        return [(role, configured[role]) for role in START_ORDER if role in configured]
 
     @field_validator("name")
     @classmethod
@@ -267,7 +283,7 @@ class NodePool(_Model):
     )
     spare_gpus: Annotated[int, Field(ge=0)] = 0
     subnet_ids: list[str] = Field(default_factory=list)
-    node_selector: dict[str, str] = Field(default_factory=dict)
+    node_selector: dict[str, CliText] = Field(default_factory=dict)
     root_volume_gib: int | None = Field(default=None, ge=50, alias="rootVolumeGiB")
     max_nodes: Annotated[int, Field(ge=1)] | None = None
 
@@ -329,9 +345,7 @@ class StackConfig(_Model):
 
     @model_validator(mode="after")
     def _storage_for_s3_weights(self) -> StackConfig:
-        synced = sorted(
-            {p.name for p in self.pairs for s in (p.llm, p.embedding, p.reranker) if s and s.weights_uri}
-        )
+        synced = sorted({p.name for p in self.pairs for _, s in p.servers() if s.weights_uri})
         if not synced:
             return self
         names = ", ".join(synced)

@@ -14,7 +14,6 @@ class EngineLimits:
     max_model_len: int
     max_num_seqs: int
     max_num_batched_tokens: int
-    chunked_prefill: bool
 
 
 def resolve_limits(
@@ -37,4 +36,4 @@ def resolve_limits(
         tokens = model_len
     else:
         tokens = defaults.max_num_batched_tokens
-    return EngineLimits(model_len, seqs, tokens, chunked)
+    return EngineLimits(model_len, seqs, tokens)

@@ -7,6 +7,7 @@ pair is planned by colo.plan.pair.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from colo.catalog import GpuSpec, gpu, instance_type
@@ -50,7 +51,7 @@ def make_plan(
     except KeyError as exc:
         return Plan(
             config,
-            GpuSpec("unknown", 0, 0, 0, None, None, {}, (0, 0), 0),
+            GpuSpec("unknown", 0, 0, 0, None, (0, 0), 0),
             (),
             1,
             0,
@@ -67,7 +68,7 @@ def make_plan(
     problems += node_limit_problems(len(config.pairs), pool.spare_gpus, per_node, pool.max_nodes)
     pairs: list[PairPlan] = []
     placements = place_pairs(len(config.pairs), per_node)
-    pods_by_node: dict[int, list[tuple[str, list[tuple[str, str, str]]]]] = {}
+    pods_by_node: dict[int, list[tuple[str, Sequence[tuple[str, str, str]]]]] = {}
     for index, (pair, placement) in enumerate(zip(config.pairs, placements, strict=True)):
         pair_plan, pair_problems = plan_pair(pair, index, config, gpu_spec, placement, native, s3_profile)
         problems += pair_problems
