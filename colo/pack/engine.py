@@ -45,6 +45,7 @@ class ServerFigures:
     graph_decision: str  # the plan's words for it, and why
     cpu_millis: int
     memory_bytes: int
+    footprint_mib: int  # what nvidia-smi attributes to it once it serves
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,11 @@ class PairCheck:
     @property
     def llm(self) -> ServerFigures:
         return next(s for s in self.servers if s.role == "llm")
+
+    @property
+    def companions_mib(self) -> int:
+        """What the servers started before the LLM hold when it starts."""
+        return sum(s.footprint_mib for s in self.servers if s.role != "llm")
 
     @property
     def cpu_millis(self) -> int:
@@ -103,6 +109,7 @@ def _figures(server: Server) -> ServerFigures:
         graph_decision=server.memory_plan.graph_decision,
         cpu_millis=millicpu(server.cpu),
         memory_bytes=memory_bytes(server.memory),
+        footprint_mib=round(budget.footprint_bytes / MIB),
     )
 
 
@@ -143,11 +150,17 @@ def check_pair(pair: Mapping[str, Any], gpu: str, base: Mapping[str, Any]) -> Pa
     return _check_pair_cached(json.dumps(pair, sort_keys=True), gpu, json.dumps(base, sort_keys=True))
 
 
-def check_stack(values: Mapping[str, Any], aws_region: str | None) -> StackCheck:
-    """A whole stack (the `colo:` values of a stack file), planned exactly as `colo plan` plans it."""
-    plan = _plan(values, aws_region)
+@lru_cache(maxsize=1024)
+def _check_stack_cached(values_json: str, aws_region: str | None) -> StackCheck:
+    plan = _plan(json.loads(values_json), aws_region)
     pairs = {p.name: _pair_check(p, tuple(p.gpu_plan.problems)) for p in plan.pairs}
     return StackCheck(tuple(plan.problems), pairs, plan.node_count, plan.gpus_per_node)
+
+
+def check_stack(values: Mapping[str, Any], aws_region: str | None) -> StackCheck:
+    """A whole stack (the `colo:` values of a stack file), planned exactly as `colo plan` plans it. Cached:
+    the solver offers the same layout again while it looks for alternatives."""
+    return _check_stack_cached(json.dumps(values, sort_keys=True), aws_region)
 
 
 def instance_problems(values: Mapping[str, Any]) -> tuple[Problem, ...]:

@@ -50,6 +50,8 @@ def why_not(search: Search, candidate: Candidate) -> str:
     """What keeps an instance type out: first an LLM that fits its GPU with none of its companions, then the
     platform, the volume, or the whole-stack plan."""
     request, name = search.request, candidate.name
+    if candidate.instance.gpu not in search.evaluated:
+        search.evaluate_gpu(candidate.instance.gpu)
     for index, llm in enumerate(request.llms):
         options = companion_options(request, llm)
         if not any((index, c, candidate.instance.gpu) in search.packings for c in options):
@@ -83,6 +85,7 @@ def infeasible(search: Search) -> PackInfeasibleError:
     """Which model and which minimum no allowed instance type meets; else why each type holds no layout."""
     request = search.request
     gpus = search.candidates.gpus
+    search.evaluate_all()
     problems = []
     for index, llm in enumerate(request.llms):
         if any(key[0] == index for key in search.packings):

@@ -38,6 +38,10 @@ class Refusal:
     companions: Companions
     gpu: str
     reason: str
+    # The LLM itself falls short while its companions hold `companions_mib`: with companions that hold as
+    # much or more it falls short too, since every figure of the last server grows with the memory it finds.
+    llm_side: bool = False
+    companions_mib: int = 0
 
 
 def companion_options(request: PackRequest, llm: LlmNeed) -> list[Companions]:
@@ -74,9 +78,7 @@ def _companion_shortfall(figures: ServerFigures, need: CompanionNeed) -> str | N
     )
 
 
-def shortfall(request: PackRequest, llm: LlmNeed, companions: Companions, check: PairCheck) -> str | None:
-    """Which minimum the planned pair misses, in words; None when it meets them all."""
-    figures = check.llm
+def _llm_shortfall(llm: LlmNeed, figures: ServerFigures) -> str | None:
     max_len = llm.server["maxModelLen"]
     if figures.concurrency < llm.min_concurrency:
         return (
@@ -85,6 +87,14 @@ def shortfall(request: PackRequest, llm: LlmNeed, companions: Companions, check:
         )
     if llm.min_kv_tokens is not None and figures.kv_tokens < llm.min_kv_tokens:
         return f"{llm.server['model']} ({llm.source}): minKvTokens {llm.min_kv_tokens}, but its KV cache holds {figures.kv_tokens}"
+    return None
+
+
+def shortfall(request: PackRequest, llm: LlmNeed, companions: Companions, check: PairCheck) -> str | None:
+    """Which minimum the planned pair misses, in words; None when it meets them all."""
+    missed = _llm_shortfall(llm, check.llm)
+    if missed is not None:
+        return missed
     by_role = {s.role: s for s in check.servers}
     needs = [("embedding", request.embeddings[companions.embedding])]
     if companions.reranker is not None:
@@ -121,7 +131,10 @@ def evaluate(request: PackRequest, index: int, companions: Companions, gpu: str)
     base = request.planning_base()
     check = check_pair(pair_values(request, llm, companions, llm.server), gpu, base)
     if not check.feasible:
-        return Refusal(index, companions, gpu, _first_problem(llm, gpu, check))
+        llm_side = bool(check.servers) and all(".llm" in p.path for p in check.problems)
+        return Refusal(
+            index, companions, gpu, _first_problem(llm, gpu, check), llm_side, check.companions_mib
+        )
     missed = shortfall(request, llm, companions, check)
     if missed is None:
         return Packing(index, companions, gpu, llm.server, check)
@@ -129,4 +142,5 @@ def evaluate(request: PackRequest, index: int, companions: Companions, gpu: str)
         tried = check_pair(pair_values(request, llm, companions, variant), gpu, base)
         if tried.feasible and shortfall(request, llm, companions, tried) is None:
             return Packing(index, companions, gpu, variant, tried)
-    return Refusal(index, companions, gpu, missed)
+    llm_missed = _llm_shortfall(llm, check.llm) is not None
+    return Refusal(index, companions, gpu, missed, llm_missed, check.companions_mib)
