@@ -9,11 +9,15 @@ import pytest
 
 from colo.catalog.prices import price
 from colo.cli.common import load_config
+from colo.pack import search as search_module
+from colo.pack.candidates import candidates
 from colo.pack.engine import check_stack
 from colo.pack.explain import PackInfeasibleError, pack
+from colo.pack.packings import Refusal, evaluate
 from colo.pack.requirements import PackRequest, request_from_stack
+from colo.pack.search import Search
 from colo.stackfiles import load_stack
-from tests.pack.conftest import VLLM, models_request
+from tests.pack.conftest import EMBEDDER, VLLM, models_request
 
 GEMMA = {"model": "google/gemma-4-31B-it-FP8", "maxModelLen": 16384, "vllm": VLLM}
 
@@ -93,3 +97,32 @@ def test_a_context_no_gpu_holds_names_the_model_and_max_model_len() -> None:
         pack(request)
     assert "maxModelLen" in error.value.render()
     assert "google/gemma-4-31B-it-FP8" in error.value.render()
+
+
+def test_planning_gpu_models_lazily_gives_the_layouts_planning_them_all_gives(
+    field_report: PackRequest,
+) -> None:
+    request = replace(field_report, families=("g6", "g6e", "g7e", "p4d"))
+    lazy = Search(request, candidates(request))
+    eager = Search(request, candidates(request))
+    eager.evaluate_all()
+    assert len(lazy.evaluated) == 0
+    found = [(x.candidate.name, x.nodes, x.values) for x in lazy.layouts(2)]
+    assert found == [(x.candidate.name, x.nodes, x.values) for x in eager.layouts(2)]
+    assert lazy.evaluated < eager.evaluated  # the 8 x A100-40GB node could not have been cheaper
+
+
+def test_companions_skipped_unplanned_are_ones_the_plan_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    request = models_request(
+        [{**GEMMA, "maxModelLen": 32768}, {"model": "Qwen/Qwen3-8B", "maxModelLen": 32768, "vllm": VLLM}],
+        embeddings=[EMBEDDER, {"model": "BAAI/bge-m3", "maxModelLen": 8192, "vllm": VLLM}],
+        rerankers=[{"model": "Qwen/Qwen3-Reranker-0.6B", "maxModelLen": 8192, "vllm": VLLM}],
+        instanceFamilies=["g6"],
+    )
+    planned: list[object] = []
+    monkeypatch.setattr(search_module, "evaluate", lambda *args: planned.append(args) or evaluate(*args))
+    search = Search(request, candidates(request))
+    search.evaluate_gpu("L4")
+    assert len(planned) < len(search.refusals)  # some were skipped...
+    for (index, companions, gpu_name), refusal in search.refusals.items():
+        assert isinstance(evaluate(request, index, companions, gpu_name), Refusal), refusal  # ...rightly
