@@ -105,7 +105,7 @@ class ServerSpec(_Model):
         default=None, description="Override the derived value; checked the same way"
     )
     kv_cache_memory_bytes: Annotated[int, Field(gt=0)] | None = Field(
-        default=None, description="Override: a fixed KV pool (vLLM >= 0.10.1)"
+        default=None, description="Override: a fixed KV pool (vLLM >= 0.10.2)"
     )
     vllm: VllmImage = VllmImage()
     extra_args: list[CliText] = Field(default_factory=list)

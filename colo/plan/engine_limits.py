@@ -37,4 +37,6 @@ def resolve_limits(
         tokens = model_len
     else:
         tokens = defaults.max_num_batched_tokens
+    if max_num_seqs is None and rules.max_num_seqs_capped_by_batched_tokens:
+        seqs = min(seqs, tokens)  # vllm 0.10.1 engine/arg_utils.py::_set_default_args_v1
     return EngineLimits(model_len, seqs, tokens, chunked)
