@@ -52,6 +52,11 @@ class ModelArchitecture:
     vocab_size: int
     max_position_embeddings: int
     dtype: str = "bfloat16"
+    # vLLM's derived maximum length (`_get_and_verify_max_len`): the smallest length key of the config, times
+    # a RoPE scaling factor; the key it came from; the config's own model_max_length, which may allow more.
+    derived_max_model_len: float | None = None  # None: max_position_embeddings
+    max_model_len_key: str = "max_position_embeddings"
+    model_max_length: int | None = None
     tie_word_embeddings: bool = False
     attention_bias: bool = False
     attn_output_gate: bool = False  # q_proj also emits a per-head output gate (Qwen3-Next, Qwen3.5/3.6)
@@ -81,6 +86,12 @@ class ModelArchitecture:
     @property
     def dtype_bytes(self) -> int:
         return DTYPE_BYTES.get(self.dtype, 2)
+
+    @property
+    def max_model_len_limit(self) -> float:
+        return (
+            self.max_position_embeddings if self.derived_max_model_len is None else self.derived_max_model_len
+        )
 
     @property
     def is_hybrid_linear(self) -> bool:

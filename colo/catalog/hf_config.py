@@ -87,6 +87,15 @@ class AttentionVariants:
 
 
 @dataclass(frozen=True)
+class ContextLimit:
+    """The longest max_model_len vLLM accepts without VLLM_ALLOW_LONG_MAX_MODEL_LEN, and where it came from."""
+
+    derived: float  # an int unless a RoPE factor multiplied it (vLLM then prints e.g. 131072.0)
+    key: str
+    model_max_length: int | None
+
+
+@dataclass(frozen=True)
 class QuantizationScheme:
     method: str
     group_size: int
@@ -270,6 +279,54 @@ def vision_parameters(config: HfConfig, text_hidden: int) -> int:
     return depth * per_block + channels * temporal * patch * patch * hidden + merger
 
 
+# vllm 0.8.0 config.py::_get_and_verify_max_len .. 0.33.0 config/model.py: possible_keys, in this order
+MAX_LEN_KEYS = (
+    "max_position_embeddings",
+    "n_positions",
+    "max_seq_len",
+    "seq_length",
+    "model_max_length",
+    "max_target_positions",
+    "max_sequence_length",
+    "max_seq_length",
+    "seq_len",
+)
+UNSCALED_ROPE_TYPES = ("su", "longrope", "llama3")  # their factor is not applied to the derived length
+DEFAULT_MAX_LEN = 2048  # "Assuming the model's maximum length is 2048"
+
+
+def _rope_entries(cfg: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """`rope_scaling` (<= 0.19) or `rope_parameters` (0.20+), one mapping or one per layer type."""
+    rope = cfg.get("rope_parameters") or cfg.get("rope_scaling")
+    if not isinstance(rope, Mapping) or "gemma3" in str(cfg.get("model_type", "")):
+        return []
+    nested = bool(rope) and all(isinstance(v, Mapping) for v in rope.values())
+    return list(rope.values()) if nested else [rope]
+
+
+def _rope_factor(cfg: Mapping[str, Any], derived: float) -> float:
+    """Every RoPE type but su, longrope and llama3 multiplies the length by its factor; yarn starts from
+    original_max_position_embeddings."""
+    factor: float | None = None
+    for params in _rope_entries(cfg):
+        kind = params.get("rope_type") or params.get("type")
+        if kind in UNSCALED_ROPE_TYPES or (kind in (None, "default") and "factor" not in params):
+            continue
+        factor = float(params.get("factor") or 1.0)
+        if kind == "yarn" and params.get("original_max_position_embeddings"):
+            derived = int(params["original_max_position_embeddings"])
+    return derived * factor if factor is not None else derived
+
+
+def context_limit(config: HfConfig) -> ContextLimit:
+    """vLLM's derived max_model_len: the smallest length key of the text config, scaled by RoPE."""
+    cfg = config.text
+    present = [(key, cfg[key]) for key in MAX_LEN_KEYS if isinstance(cfg.get(key), int | float)]
+    key, derived = min(present, key=lambda item: item[1]) if present else ("default", DEFAULT_MAX_LEN)
+    mml = cfg.get("model_max_length")
+    return ContextLimit(_rope_factor(cfg, derived), key, int(mml) if isinstance(mml, int | float) else None)
+
+
 def _compressed_tensors(qc: Mapping[str, Any], group: int, ignored: tuple[str, ...]) -> QuantizationScheme:
     """compressed-tensors names its scheme per group of layers: 8-bit floats load as fp8, 4-bit as GPTQ."""
     for group_cfg in (qc.get("config_groups") or {}).values():
@@ -307,6 +364,7 @@ def from_hf_config(raw: Mapping[str, Any], model_id: str, source: str = "") -> M
     attention = attention_variants(config, dims.head_dim, kinds)
     quantization = quantization_scheme(config)
     encoder_only = is_encoder_only(config)
+    limit = context_limit(config)
     return ModelArchitecture(
         model_id=model_id,
         architecture=config.architecture,
@@ -318,6 +376,9 @@ def from_hf_config(raw: Mapping[str, Any], model_id: str, source: str = "") -> M
         intermediate_size=dims.intermediate_size,
         vocab_size=dims.vocab_size,
         max_position_embeddings=dims.max_position_embeddings,
+        derived_max_model_len=limit.derived,
+        max_model_len_key=limit.key,
+        model_max_length=limit.model_max_length,
         dtype=dims.dtype,
         tie_word_embeddings=dims.tie_word_embeddings,
         attention_bias=attention.attention_bias,

@@ -124,7 +124,7 @@ class VllmRules(_Strict):
     v1_min_compute_capability: int | None  # major*10+minor below which V1 falls back to V0
     v1_dtypes: tuple[str, ...] | None  # model dtypes V1 accepts (None: any)
     v1_refused_quantization: tuple[str, ...]
-    v1_fp8_kv: Literal["never", "fa3_sm90", "fa3_sm90_or_sm100", "backend"]
+    v1_fp8_kv: Literal["never", "fa3_sm90", "fa3_sm90_or_sm100", "backend", "any"]
     v1_pooling: bool  # pooling models run on V1
     v1_spec_methods: tuple[str, ...]  # speculative methods V1 runs by default ("*": all)
     v1_mamba: Literal["v0_only", "opt_in", "default"]  # Mamba-style (recurrent state) layers

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 from colo.catalog import GIB, gpu, gpu_names
@@ -13,6 +14,7 @@ from colo.catalog.vllm_rules import rules_for, supported_range
 from colo.errors import ConfigError, Problem
 from colo.plan.budget import ProcessSpec, size_process
 from colo.plan.engine_limits import resolve_limits
+from colo.plan.refusals import ServerSettings, vllm_refusals
 from colo.plan.report import budget_view
 
 
@@ -35,6 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--free-memory-gib", type=float, help="free memory at start instead of an idle GPU")
     parser.add_argument("--num-speculative-tokens", type=int, default=0)
     parser.add_argument("--speculative-method", choices=("mtp", "eagle", "eagle3", "ngram"))
+    parser.add_argument(
+        "--allow-long-max-model-len", action="store_true", help="as VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON (the default output is JSON too)")
 
 
@@ -53,6 +58,23 @@ def _architecture(model: str) -> ModelArchitecture:
                 )
             ]
         ) from None
+
+
+def _flag(key: str) -> str:
+    """The flag for a stack key: maxModelLen -> --max-model-len, vllm.version -> --vllm-version."""
+    return "--" + re.sub(r"[A-Z]", lambda m: "-" + m.group(0).lower(), key.replace(".", "-"))
+
+
+def _settings(args: argparse.Namespace) -> ServerSettings:
+    return ServerSettings(
+        version=args.vllm_version,
+        pooling=args.runner == "pooling",
+        kv_cache_dtype=args.kv_cache_dtype,
+        speculative_method=args.speculative_method,
+        max_model_len=args.max_model_len,
+        tensor_parallel_size=args.tensor_parallel_size,
+        allow_long_max_model_len=args.allow_long_max_model_len,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -90,6 +112,9 @@ def run(args: argparse.Namespace) -> int:
         kv_cache_memory_bytes=args.kv_cache_memory_bytes,
         tensor_parallel_size=args.tensor_parallel_size,
     )
+    refused = vllm_refusals(rules, arch, gpu_spec, _settings(args))
+    if refused:
+        raise ConfigError([Problem(_flag(r.key), r.message) for r in refused])
     free = None if args.free_memory_gib is None else round(args.free_memory_gib * GIB)
     budget = size_process(spec, free_before_bytes=free)
 

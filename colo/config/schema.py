@@ -96,6 +96,10 @@ class ServerSpec(_Model):
     quantization: Quantization | None = None
     kv_cache_dtype: KvCacheDtype = "auto"
     max_model_len: Annotated[int, Field(ge=16)] | None = None
+    allow_long_max_model_len: bool = Field(
+        default=False,
+        description="Set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: accept a maxModelLen above the model's own limit",
+    )
     max_num_seqs: Annotated[int, Field(ge=1)] | None = None
     max_num_batched_tokens: Annotated[int, Field(ge=16)] | None = None
     speculative: Speculative | None = None

@@ -26,7 +26,7 @@ def resolve_limits(
     max_num_seqs: int | None,
     max_num_batched_tokens: int | None,
 ) -> EngineLimits:
-    model_len = max_model_len or arch.max_position_embeddings
+    model_len = max_model_len or int(arch.max_model_len_limit)  # vLLM's default: the derived length
     defaults = rules.batch_defaults(gpu.name, gpu.cuda_total_bytes)
     seqs = max_num_seqs or defaults.max_num_seqs
     # Encoder-only (bidirectional) poolers cannot chunk a prefill, so one batch must hold a whole input.

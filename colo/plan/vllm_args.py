@@ -43,8 +43,11 @@ def vllm_arguments(
         args += ["--kv-cache-memory-bytes", str(spec.kv_cache_memory_bytes)]
     if spec.kv_cache_dtype != "auto":
         args += ["--kv-cache-dtype", spec.kv_cache_dtype]
-    if spec.pooling:
-        # `--task embed` was removed in 0.13; `--runner pooling` exists since 0.10.1.1.
+    if spec.pooling and spec.rules.pooling_flag == "task":
+        # before 0.10.1 there is no --runner (vllm 0.10.0 engine/arg_utils.py: only --task)
+        args += ["--task", "score" if role == "reranker" else "embed"]
+    elif spec.pooling:
+        # `--task embed` was removed in 0.13; `--runner pooling` exists since 0.10.1.
         args += ["--runner", "pooling"]
         if role == "reranker":
             args += ["--convert", "classify"]
