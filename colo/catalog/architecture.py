@@ -40,6 +40,19 @@ class MlaGeometry:
 
 
 @dataclass(frozen=True)
+class VisionGeometry:
+    """What vLLM's encoder profiling pass keeps alive for one maximum-size image (Qwen-VL style towers)."""
+
+    patch_size: int
+    temporal_patch_size: int
+    spatial_merge_size: int
+    in_channels: int
+    out_hidden_size: int
+    deepstack_layers: int = 0  # deepstack_visual_indexes: extra encoder outputs handed to the decoder
+    modalities: tuple[str, ...] = ("image",)
+
+
+@dataclass(frozen=True)
 class ModelArchitecture:
     model_id: str
     architecture: str
@@ -75,6 +88,7 @@ class ModelArchitecture:
     mla: MlaGeometry | None = None
     mtp_layers: int = 0
     vision_parameters: int = 0
+    vision: VisionGeometry | None = None
     rotary_dim: int | None = None  # partial rotary embeddings cache fewer dimensions
     quantization: str = "none"
     quant_group_size: int = 128

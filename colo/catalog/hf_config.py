@@ -20,6 +20,7 @@ from colo.catalog.architecture import (
     MlaGeometry,
     ModelArchitecture,
     MoeGeometry,
+    VisionGeometry,
 )
 
 ENCODER_ONLY_NAMES = ("Roberta", "Bert", "XLMRoberta")
@@ -327,6 +328,23 @@ def context_limit(config: HfConfig) -> ContextLimit:
     return ContextLimit(_rope_factor(cfg, derived), key, int(mml) if isinstance(mml, int | float) else None)
 
 
+def vision_geometry(config: HfConfig, text_hidden: int) -> VisionGeometry | None:
+    """The tower's patch geometry, where it has one (a `vision_config` with a patch size)."""
+    vision = config.top.get("vision_config")
+    if not isinstance(vision, Mapping) or not vision.get("hidden_size"):
+        return None
+    temporal = int(vision.get("temporal_patch_size") or 1)
+    return VisionGeometry(
+        patch_size=int(vision.get("patch_size") or 14),
+        temporal_patch_size=temporal,
+        spatial_merge_size=int(vision.get("spatial_merge_size") or 1),
+        in_channels=int(vision.get("in_channels") or vision.get("num_channels") or 3),
+        out_hidden_size=int(vision.get("out_hidden_size") or text_hidden),
+        deepstack_layers=len(vision.get("deepstack_visual_indexes") or ()),
+        modalities=("image", "video") if temporal > 1 else ("image",),
+    )
+
+
 def _compressed_tensors(qc: Mapping[str, Any], group: int, ignored: tuple[str, ...]) -> QuantizationScheme:
     """compressed-tensors names its scheme per group of layers: 8-bit floats load as fp8, 4-bit as GPTQ."""
     for group_cfg in (qc.get("config_groups") or {}).values():
@@ -396,6 +414,7 @@ def from_hf_config(raw: Mapping[str, Any], model_id: str, source: str = "") -> M
         mla=mla_geometry(config),
         mtp_layers=mtp_layers(config),
         vision_parameters=vision_parameters(config, dims.hidden_size),
+        vision=vision_geometry(config, dims.hidden_size),
         rotary_dim=attention.rotary_dim,
         quantization=quantization.method,
         quant_group_size=quantization.group_size,

@@ -40,6 +40,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allow-long-max-model-len", action="store_true", help="as VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
     )
+    parser.add_argument("--language-model-only", action="store_true", help="no vision tower (vLLM >= 0.17)")
+    parser.add_argument(
+        "--limit-mm-per-prompt", type=json.loads, default={}, help='e.g. \'{"image": 0, "video": 0}\''
+    )
+    parser.add_argument(
+        "--skip-mm-profiling", action="store_true", help="vision encoder not profiled (vLLM >= 0.10.1)"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON (the default output is JSON too)")
 
 
@@ -74,6 +81,8 @@ def _settings(args: argparse.Namespace) -> ServerSettings:
         max_model_len=args.max_model_len,
         tensor_parallel_size=args.tensor_parallel_size,
         allow_long_max_model_len=args.allow_long_max_model_len,
+        language_model_only=args.language_model_only,
+        skip_mm_profiling=args.skip_mm_profiling,
     )
 
 
@@ -111,6 +120,9 @@ def run(args: argparse.Namespace) -> int:
         gpu_memory_utilization=args.gpu_memory_utilization,
         kv_cache_memory_bytes=args.kv_cache_memory_bytes,
         tensor_parallel_size=args.tensor_parallel_size,
+        language_model_only=args.language_model_only,
+        mm_limits=tuple(sorted(args.limit_mm_per_prompt.items())),
+        skip_mm_profiling=args.skip_mm_profiling,
     )
     refused = vllm_refusals(rules, arch, gpu_spec, _settings(args))
     if refused:

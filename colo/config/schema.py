@@ -103,6 +103,19 @@ class ServerSpec(_Model):
     max_num_seqs: Annotated[int, Field(ge=1)] | None = None
     max_num_batched_tokens: Annotated[int, Field(ge=16)] | None = None
     speculative: Speculative | None = None
+    language_model_only: bool = Field(
+        default=False,
+        description="--language-model-only (vLLM >= 0.17): no vision tower is built and no image is profiled",
+    )
+    limit_mm_per_prompt: dict[str, Annotated[int, Field(ge=0)]] | None = Field(
+        default=None,
+        description="--limit-mm-per-prompt, items per prompt by modality (image, video, audio); 0 for every "
+        "modality of the tower leaves it unbuilt (vLLM >= 0.16)",
+    )
+    skip_mm_profiling: bool = Field(
+        default=False,
+        description="--skip-mm-profiling (vLLM >= 0.10.1): the vision encoder is built but not profiled",
+    )
     enforce_eager: Literal["auto"] | bool = "auto"
     cudagraph_capture_sizes: list[Annotated[int, Field(ge=1)]] | None = None
     gpu_memory_utilization: Annotated[float, Field(gt=0.0, lt=1.0)] | None = Field(
@@ -157,6 +170,9 @@ class ServerSpec(_Model):
             "--port",
             "--quantization",
             "--speculative-config",
+            "--language-model-only",
+            "--limit-mm-per-prompt",
+            "--skip-mm-profiling",
         }
         for arg in value:
             flag = arg.split("=", 1)[0]

@@ -87,15 +87,37 @@ def sampler_profile(
     return SamplerProfile(max(plain, spec), buffer_rows, held)
 
 
+# The Qwen-VL image processors allow at most 16384 merged tokens per image by default (max_pixels =
+# 16384 x (patch x merge)^2); vLLM profiles the encoder with an image of that size
+# (`get_image_size_with_most_features`). The figure is the Hugging Face processor's default, not vLLM code.
+QWEN_VL_MAX_IMAGE_TOKENS = 16384
+
+
+def encoder_profile_kept_bytes(arch: ModelArchitecture) -> int:
+    """Pixels and encoder outputs of the profiling pass's one maximum-size image, which `profile_run` keeps
+    alive through the text forward and the sampler (`vllm 0.20.0 v1/worker/gpu_model_runner.py::profile_run`:
+    `batched_dummy_mm_inputs`, `self.encoder_cache`). Towers without spatial merging (Gemma) keep a few MiB."""
+    vision = arch.vision
+    if vision is None or vision.spatial_merge_size <= 1:
+        return 0
+    tokens = QWEN_VL_MAX_IMAGE_TOKENS
+    patches = tokens * vision.spatial_merge_size**2
+    patch_values = vision.in_channels * vision.temporal_patch_size * vision.patch_size**2
+    pixels = patches * patch_values * arch.dtype_bytes
+    outputs = tokens * vision.out_hidden_size * arch.dtype_bytes * (1 + vision.deepstack_layers)
+    return pixels + outputs
+
+
 @dataclass(frozen=True)
 class ActivationPeak:
     forward_bytes: int
     sampler_bytes: int
     persistent_bytes: int = 0  # allocated during the profile and never freed (the Triton buffer)
+    mm_kept_bytes: int = 0  # the encoder profile's image and outputs, alive through forward and sampler
 
     @property
     def peak_bytes(self) -> int:
-        return self.persistent_bytes + max(self.forward_bytes, self.sampler_bytes)
+        return self.persistent_bytes + self.mm_kept_bytes + max(self.forward_bytes, self.sampler_bytes)
 
 
 def _mlp_live_elements(arch: ModelArchitecture, tokens: int, tp: int) -> int:
@@ -130,6 +152,7 @@ def activation_peak(
     pooling: bool,
     sampler: SamplerProfile,
     tensor_parallel_size: int = 1,
+    mm_kept_bytes: int = 0,
 ) -> ActivationPeak:
     tokens = max_num_batched_tokens
     tp = tensor_parallel_size
@@ -140,8 +163,11 @@ def activation_peak(
     forward = (residual + layer) * element
     rows = min(max_num_seqs, tokens)
     if pooling or arch.encoder_only:
-        return ActivationPeak(forward, rows * arch.hidden_size * 4 + tokens * arch.hidden_size * element)
+        pooled = rows * arch.hidden_size * 4 + tokens * arch.hidden_size * element
+        return ActivationPeak(forward, pooled, 0, mm_kept_bytes)
     hidden = tokens * arch.hidden_size * element if sampler.hidden_states_held else 0
     logits = rows * arch.vocab_size * sampler.bytes_per_logit
     persistent = sampler.buffer_rows * arch.vocab_size * 4
-    return ActivationPeak(forward, logits + hidden + rows * arch.hidden_size * element, persistent)
+    return ActivationPeak(
+        forward, logits + hidden + rows * arch.hidden_size * element, persistent, mm_kept_bytes
+    )

@@ -22,13 +22,13 @@ and the footprint is context + weights + activations + non-torch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import ceil
 
 from colo.catalog import GIB, MIB, GpuSpec
 from colo.catalog.architecture import ModelArchitecture
 from colo.catalog.vllm_rules import MeasuredConstants, VllmRules, constants
-from colo.plan.activation import ActivationPeak, activation_peak, sampler_profile
+from colo.plan.activation import ActivationPeak, activation_peak, encoder_profile_kept_bytes, sampler_profile
 from colo.plan.cudagraph import GraphPlan, default_capture_sizes, graph_memory
 from colo.plan.engine_limits import EngineLimits
 from colo.plan.kv_cache import (
@@ -61,9 +61,12 @@ class ProcessSpec:
     gpu_memory_utilization: float | None = None
     kv_cache_memory_bytes: int | None = None
     tensor_parallel_size: int = 1
-    flashinfer_installed: bool = (
-        True  # official images ship FlashInfer; a plain pip install before 0.14 does not
-    )
+    # official images ship FlashInfer; a plain pip install before 0.14 does not
+    flashinfer_installed: bool = True
+    # Multimodal checkpoints: --language-model-only, --limit-mm-per-prompt, --skip-mm-profiling
+    language_model_only: bool = False
+    mm_limits: tuple[tuple[str, int], ...] = ()  # unlisted modalities allow 999 items
+    skip_mm_profiling: bool = False
 
     @property
     def utilization(self) -> float:
@@ -87,6 +90,29 @@ class ProcessSpec:
             hybrid=a.is_hybrid_linear,
             quantized=a.quantization != "none",
         )
+
+    @property
+    def vision_tower_built(self) -> bool:
+        """The tower is built unless --language-model-only (0.17+) or every tower modality's limit is 0
+        (`vllm 0.16.0 model_executor/models/interfaces.py::_mark_tower_model`)."""
+        vision = self.arch.vision
+        if not self.arch.vision_parameters or vision is None:
+            return self.arch.vision_parameters > 0
+        if self.language_model_only:
+            return False
+        return not (self.rules.zero_mm_limits_skip_tower and self._no_tower_inputs)
+
+    @property
+    def _no_tower_inputs(self) -> bool:
+        limits = dict(self.mm_limits)
+        vision = self.arch.vision
+        return vision is not None and all(limits.get(m, 999) == 0 for m in vision.modalities)
+
+    @property
+    def mm_encoder_profiled(self) -> bool:
+        """`profile_run` first runs the encoder on one maximum-size item unless --skip-mm-profiling (0.10.1+) or
+        no tower input is allowed."""
+        return self.vision_tower_built and not self.skip_mm_profiling and not self._no_tower_inputs
 
     @property
     def graph_estimate_subtracted(self) -> bool:
@@ -232,6 +258,7 @@ def _activation(spec: ProcessSpec, consts: MeasuredConstants) -> ActivationPeak:
         pooling=spec.pooling,
         sampler=sampler,
         tensor_parallel_size=spec.tensor_parallel_size,
+        mm_kept_bytes=encoder_profile_kept_bytes(spec.arch) if spec.mm_encoder_profiled else 0,
     )
 
 
@@ -263,6 +290,27 @@ def _graphs(spec: ProcessSpec, consts: MeasuredConstants) -> GraphPlan:
     )
 
 
+GRAPH_PROFILE_OOM = "torch.OutOfMemoryError: CUDA out of memory while profiling CUDA-graph memory"
+
+
+def graph_profile_blocks(spec: ProcessSpec) -> int:
+    """Blocks of `_init_minimal_kv_cache_for_profiling`: the largest capture size (0.18-0.25), or the smaller of
+    it and max_num_seqs (0.26+, `vllm 0.26.0 v1/worker/gpu_model_runner.py`); 0 when no graph is profiled."""
+    sizes = capture_sizes_for(spec)
+    rule = spec.rules.graph_profile_min_blocks
+    stub = spec.v2_model_runner and spec.rules.v2_estimate_zero  # V2's profile_cudagraph_memory returns 0
+    if rule == "none" or not sizes or stub or spec.kv_cache_memory_bytes is not None:
+        return 0
+    largest = max(sizes)
+    return min(spec.limits.max_num_seqs, largest) if rule == "min_seqs_capture" else largest
+
+
+def graph_profile_kv_bytes(spec: ProcessSpec) -> int:
+    """The temporary KV cache the CUDA-graph estimate allocates after the weights and frees again."""
+    geometry = geometry_for(spec)
+    return graph_profile_blocks(spec) * geometry.bytes_per_block if geometry else 0
+
+
 def size_process(spec: ProcessSpec, *, free_before_bytes: int | None = None) -> ProcessBudget:
     """Size one process as vLLM would, given the free memory it finds on the GPU when it starts."""
     consts = constants()
@@ -277,8 +325,9 @@ def size_process(spec: ProcessSpec, *, free_before_bytes: int | None = None) -> 
     requested = requested_memory(total, spec.utilization, spec.rules)
     startup = _startup(spec, free_before - context, requested)
 
+    arch = spec.arch if spec.vision_tower_built else replace(spec.arch, vision_parameters=0)
     weights = (
-        estimate_weights(spec.arch, pooling=spec.pooling, load_mtp=spec.loads_mtp).bytes
+        estimate_weights(arch, pooling=spec.pooling, load_mtp=spec.loads_mtp).bytes
         // spec.tensor_parallel_size
     )
     activation = _activation(spec, consts).peak_bytes
@@ -298,6 +347,13 @@ def size_process(spec: ProcessSpec, *, free_before_bytes: int | None = None) -> 
     else:
         kv = requested - weights - activation - non_torch - (graphs.bytes if in_budget else 0)
     capacity, errors = _kv_pool(spec, kv, weights)
+    temporary = graph_profile_kv_bytes(spec)
+    if not errors and temporary and context + non_torch + weights + temporary > free_before:
+        errors = [
+            f"{GRAPH_PROFILE_OOM}: profile_cudagraph_memory first builds a temporary KV cache of "
+            f"{graph_profile_blocks(spec)} blocks ({temporary / GIB:.2f} GiB) beside {weights / GIB:.2f} GiB of "
+            f"weights, with {(free_before - context) / GIB:.2f} GiB free"
+        ]
     return ProcessBudget(
         spec,
         context,

@@ -18,7 +18,7 @@ from math import ceil, floor
 
 from colo.catalog import MIB, GpuSpec
 from colo.errors import Problem
-from colo.plan.budget import ProcessBudget, ProcessSpec, geometry_for, size_process
+from colo.plan.budget import GRAPH_PROFILE_OOM, ProcessBudget, ProcessSpec, geometry_for, size_process
 from colo.plan.cudagraph import SMALL_CAPTURE_SIZES
 from colo.plan.kv_cache import kv_bytes_for_requests, max_model_len_for
 
@@ -193,6 +193,15 @@ def _explain(server: ServerPlan, free_before: int, margin: int) -> list[Problem]
         )
     if not b.weights_fit:
         return [*problems, _weights_problem(server)]
+    if b.errors and b.errors[0].startswith(GRAPH_PROFILE_OOM):
+        return [
+            *problems,
+            Problem(
+                path,
+                f"{b.errors[0]}; fixes: fewer cudagraphCaptureSizes (the temporary cache has as many blocks as the "
+                f"largest size), enforceEager: true, or a smaller maxModelLen",
+            ),
+        ]
     for error in b.errors:
         geometry = geometry_for(b.spec)
         hint = ""

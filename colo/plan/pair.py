@@ -186,6 +186,8 @@ def refusal_problems(checked: list[CheckedServer], gpu_spec: GpuSpec) -> list[Pr
             speculative_method=spec.speculative.method if spec.speculative else None,
             max_model_len=spec.max_model_len,
             allow_long_max_model_len=spec.allow_long_max_model_len,
+            language_model_only=spec.language_model_only,
+            skip_mm_profiling=spec.skip_mm_profiling,
         )
         for refusal in vllm_refusals(server.rules, server.arch, gpu_spec, settings):
             problems.append(Problem(f"{server.path}.{refusal.key}", refusal.message))
@@ -229,6 +231,9 @@ def process_spec(checked: CheckedServer, gpu_spec: GpuSpec, budget: Budget) -> P
         speculative_method=speculative.method if speculative else None,
         gpu_memory_utilization=server.gpu_memory_utilization,
         kv_cache_memory_bytes=server.kv_cache_memory_bytes,
+        language_model_only=server.language_model_only,
+        mm_limits=tuple(sorted((server.limit_mm_per_prompt or {}).items())),
+        skip_mm_profiling=server.skip_mm_profiling,
     )
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from colo.catalog import GpuSpec
 from colo.catalog.architecture import ModelArchitecture
-from colo.catalog.vllm_rules import VllmRules
+from colo.catalog.vllm_rules import VllmRules, first_release_where
 from colo.plan.engine_select import v0_fallback_features, v0_fallback_message
 
 ALLOW_LONG_ENV = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
@@ -34,6 +34,8 @@ class ServerSettings:
     max_model_len: int | None = None  # only an explicit value can exceed the model's
     tensor_parallel_size: int = 1
     allow_long_max_model_len: bool = False  # the stack sets VLLM_ALLOW_LONG_MAX_MODEL_LEN=1
+    language_model_only: bool = False
+    skip_mm_profiling: bool = False
 
 
 def max_model_len_refusal(
@@ -92,6 +94,28 @@ def tensor_parallel_refusal(arch: ModelArchitecture, tp: int) -> Refusal | None:
     return None
 
 
+def missing_flag_refusals(rules: VllmRules, settings: ServerSettings) -> list[Refusal]:
+    """Multimodal flags the release's argument parser does not know (vLLM exits on an unknown flag)."""
+    refusals = []
+    if settings.language_model_only and not rules.language_model_only_flag:
+        added = first_release_where(lambda r: r.language_model_only_flag)
+        refusals.append(
+            Refusal(
+                "languageModelOnly",
+                f"vLLM {settings.version} has no --language-model-only (added in {added}); set limitMmPerPrompt to 0 "
+                f"for every modality instead",
+            )
+        )
+    if settings.skip_mm_profiling and not rules.skip_mm_profiling_flag:
+        added = first_release_where(lambda r: r.skip_mm_profiling_flag)
+        refusals.append(
+            Refusal(
+                "skipMmProfiling", f"vLLM {settings.version} has no --skip-mm-profiling (added in {added})"
+            )
+        )
+    return refusals
+
+
 def vllm_refusals(
     rules: VllmRules, arch: ModelArchitecture, gpu: GpuSpec, settings: ServerSettings
 ) -> list[Refusal]:
@@ -107,6 +131,7 @@ def vllm_refusals(
     )
     if features:
         refusals.append(Refusal("vllm.version", v0_fallback_message(settings.version, features)))
+    refusals += missing_flag_refusals(rules, settings)
     for refusal in (
         max_model_len_refusal(rules, arch, settings),
         tensor_parallel_refusal(arch, settings.tensor_parallel_size),

@@ -59,6 +59,12 @@ def vllm_arguments(
             "--compilation-config",
             json.dumps({"cudagraph_capture_sizes": sizes}, separators=(",", ":")),
         ]
+    if spec.language_model_only:
+        args.append("--language-model-only")
+    if spec.mm_limits:
+        args += ["--limit-mm-per-prompt", json.dumps(dict(spec.mm_limits), separators=(",", ":"))]
+    if spec.skip_mm_profiling:
+        args.append("--skip-mm-profiling")
     if spec.speculative_method is not None:
         speculative = {
             "method": spec.speculative_method,
