@@ -111,7 +111,9 @@ class VllmRules(_Strict):
     hybrid_group_size_ratio: (
         float  # group size = most layers of a kind if < ratio x fewest (0: always fewest)
     )
-    mamba_blocks_per_request: Literal["one_page", "max_model_len", "one_plus_spec"]  # MambaSpec's usage
+    mamba_blocks_per_request: Literal[
+        "one_page", "max_model_len", "one_plus_spec", "two_plus_spec"
+    ]  # MambaSpec's usage
     null_block_reserved: bool
     sliding_inflight_batches: int
     kv_error_wording: Literal["models_gb", "models_gib", "model_s"]  # _check_enough_kv_cache_memory's text

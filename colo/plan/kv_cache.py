@@ -46,7 +46,8 @@ class KvGeometry:
     group_size: int
     padding_layers: int
     # MambaSpec.max_memory_usage_bytes of the release: one page (<= 0.11.0), a max_model_len's worth of
-    # blocks (0.11.1-0.14), or one page plus one per speculative token (0.16+).
+    # blocks (0.11.1-0.14), one page plus one per speculative token (0.16-0.25), two pages plus one per
+    # speculative token (0.26+, where prefix caching is on for hybrids and the mode is "align").
     state_blocks: str = "one_plus_spec"
 
     @property
@@ -204,6 +205,8 @@ def blocks_per_request(
             per_group = 1
         elif geometry.state_blocks == "max_model_len":  # 0.11.1-0.14: counted like a full-attention layer
             per_group = _cdiv(max_model_len, geometry.block_tokens)
+        elif geometry.state_blocks == "two_plus_spec":  # mamba_cache_mode "align" (prefix caching on, 0.26+)
+            per_group = 2 + num_speculative_tokens
         else:  # one block, plus one per speculative token
             per_group = 1 + num_speculative_tokens
         total += groups * per_group

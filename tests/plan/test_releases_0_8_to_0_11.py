@@ -138,7 +138,7 @@ def test_hybrid_group_size_takes_the_most_layers_only_within_the_releases_ratio(
 
 @pytest.mark.parametrize(
     ("version", "per_group"),
-    [("0.11.0", 1), ("0.11.1", 21), ("0.14.1", 21), ("0.16.0", 2)],
+    [("0.11.0", 1), ("0.11.1", 21), ("0.14.1", 21), ("0.16.0", 2), ("0.25.1", 2), ("0.26.0", 3)],
 )
 def test_a_recurrent_state_counts_per_request_as_the_release_says(version: str, per_group: int) -> None:
     # Qwen3.6-27B fp8 KV: block 1568 tokens; 32768 tokens = 21 blocks; MTP with one draft token.
