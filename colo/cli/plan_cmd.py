@@ -6,13 +6,11 @@ import argparse
 import json
 from typing import Any
 
-from colo.cli.common import add_stack_arguments, load_config, read_stack_file
+from colo.cli.common import ExitCode, add_stack_arguments, load_config, read_stack_file
 from colo.config import StackConfig
 from colo.plan.report import plan_view
 from colo.plan.stack import Plan, make_plan
 from colo.profiles import s3_profile_reader
-
-EXIT_OK, EXIT_INFEASIBLE = 0, 1
 
 COLUMNS = [
     ("server", "name"),
@@ -102,6 +100,7 @@ def _findings(heading: str, findings: list[dict[str, str]]) -> list[str]:
 def render_text(view: dict[str, Any], markdown: bool) -> str:
     title = "## " if markdown else ""
     lines = [_headline(view, title)]
+    lines += [f"note (GPU): {assumption}" for assumption in view["gpu"]["assumptions"]]
     for pair in view["pairs"]:
         lines += _pair_lines(pair, markdown)
     lines += _findings(f"{title}Warnings" if markdown else "WARNINGS:", view["warnings"])
@@ -117,4 +116,4 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(view, indent=2, sort_keys=True))
     else:
         print(render_text(view, markdown=args.format == "markdown"))
-    return EXIT_OK if plan.feasible else EXIT_INFEASIBLE
+    return ExitCode.OK if plan.feasible else ExitCode.FAILS

@@ -13,14 +13,11 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
-from colo.components.containers import (
-    SCRIPTS_VOLUME,
-    container_security_context,
-    helper_resources,
-)
+from colo.components.containers import SCRIPTS_VOLUME, helper_resources
 from colo.components.device_plugin import SHARED_RESOURCE, WHOLE_RESOURCE
 from colo.components.gpu_claim import CLAIM_NAME
 from colo.components.pod_scripts import SCRIPTS_DIR, script_path
+from colo.components.pod_security import container_security_context
 from colo.plan.pair import PairPlan
 
 UUID_DIR = "/run/colo/gpu"

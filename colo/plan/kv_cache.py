@@ -44,7 +44,6 @@ class LayerBucket:
 class KvGeometry:
     buckets: tuple[LayerBucket, ...]
     group_size: int
-    padding_layers: int
     # MambaSpec.max_memory_usage_bytes of the release: one page (<= 0.11.0), a max_model_len's worth of
     # blocks (0.11.1-0.14), one page plus one per speculative token (0.16-0.25), two pages plus one per
     # speculative token (0.26+, where prefix caching is on for hybrids and the mode is "align").
@@ -66,12 +65,6 @@ class KvGeometry:
     @property
     def has_tokens(self) -> bool:
         return any(b.block_tokens for b in self.buckets)
-
-    @property
-    def full_attention_bytes_per_token(self) -> int:
-        return sum(
-            b.layers * b.page_bytes // b.block_tokens for b in self.buckets if b.kind in ("full", "mla")
-        )
 
 
 def kv_dtype_bytes(arch: ModelArchitecture, kv_cache_dtype: str) -> int:
@@ -166,7 +159,7 @@ def kv_geometry(
         per_token = (arch.mla.kv_lora_rank + arch.mla.qk_rope_head_dim) * s
         layers = arch.num_layers + mtp_draft_layers
         mla = LayerBucket("mla", layers, per_token * DEFAULT_BLOCK_SIZE, DEFAULT_BLOCK_SIZE)
-        return KvGeometry((mla,), layers, 0, state_blocks)
+        return KvGeometry((mla,), layers, state_blocks)
 
     pages = _attention_pages(arch, s, tp, rules.sliding_window_kv if rules else "hybrid", mtp_draft_layers)
     block = DEFAULT_BLOCK_SIZE
@@ -179,8 +172,7 @@ def kv_geometry(
     buckets = _attention_buckets(arch, pages, block)
     sizes = [b.layers for b in buckets]
     group_size = hybrid_group_size(sizes, rules.hybrid_group_size_ratio if rules else 1.5)
-    padding = sum(_cdiv(n, group_size) * group_size - n for n in sizes)
-    return KvGeometry(tuple(buckets), group_size, padding, state_blocks)
+    return KvGeometry(tuple(buckets), group_size, state_blocks)
 
 
 def blocks_per_request(

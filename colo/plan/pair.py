@@ -25,9 +25,9 @@ from colo.plan.model_volume import weights_dir
 from colo.plan.placement import Placement
 from colo.plan.probes import IMAGE_PULL_S, ProbeBudget, startup_budget
 from colo.plan.refusals import ALLOW_LONG_ENV, ServerSettings, vllm_refusals
-from colo.plan.resources import DEFAULT_CPU, DEFAULT_MEMORY
-from colo.plan.vllm_args import PORTS, vllm_arguments
+from colo.plan.vllm_args import vllm_arguments
 from colo.plan.weight_sync_step import WeightSyncStep, weight_sync_step
+from colo.roles import ROLES, Role
 from colo.stackfiles import REPO_ROOT
 
 S3Profile = Callable[[str, str], ModelArchitecture]
@@ -35,7 +35,7 @@ S3Profile = Callable[[str, str], ModelArchitecture]
 
 @dataclass(frozen=True)
 class Server:
-    role: str
+    role: Role
     name: str  # Kubernetes-friendly: <pair>-<role>
     model: str
     image: str
@@ -84,18 +84,11 @@ class PairPlan:
 class CheckedServer:
     """A server whose vLLM release colo mirrors and whose architecture was read: ready to be sized."""
 
-    role: str
+    role: Role
     path: str  # where it is configured: colo:pairs[<index>].<role>
     spec: ServerSpec
     rules: VllmRules
     arch: ModelArchitecture
-
-
-def servers_of(pair: Pair) -> list[tuple[str, ServerSpec]]:
-    order = [("embedding", pair.embedding)]
-    if pair.reranker is not None:
-        order.append(("reranker", pair.reranker))
-    return [*order, ("llm", pair.llm)]
 
 
 def server_architecture(server: ServerSpec, path: str, s3_profile: S3Profile | None) -> ModelArchitecture:
@@ -126,7 +119,7 @@ def server_architecture(server: ServerSpec, path: str, s3_profile: S3Profile | N
 
 
 def check_server(
-    role: str, server: ServerSpec, path: str, s3_profile: S3Profile | None
+    role: Role, server: ServerSpec, path: str, s3_profile: S3Profile | None
 ) -> tuple[CheckedServer | None, list[Problem]]:
     """Refuse what vLLM would refuse at start: an unmirrored release, a flag it lacks, an unreadable
     architecture, MTP without MTP layers."""
@@ -166,7 +159,7 @@ def validate_pair(
     """Every server of the pair in start order, and every problem found (all servers are checked)."""
     checked: list[CheckedServer] = []
     problems: list[Problem] = []
-    for role, server in servers_of(pair):
+    for role, server in pair.servers_in_start_order():
         ready, found = check_server(role, server, f"colo:pairs[{index}].{role}", s3_profile)
         problems += found
         if ready is not None:
@@ -181,7 +174,7 @@ def refusal_problems(checked: list[CheckedServer], gpu_spec: GpuSpec) -> list[Pr
         spec = server.spec
         settings = ServerSettings(
             version=spec.vllm.version,
-            pooling=server.role != "llm",
+            pooling=ROLES[server.role].pooling,
             kv_cache_dtype=spec.kv_cache_dtype,
             speculative_method=spec.speculative.method if spec.speculative else None,
             max_model_len=spec.max_model_len,
@@ -203,7 +196,7 @@ def process_spec(checked: CheckedServer, gpu_spec: GpuSpec, budget: Budget) -> P
     """The engine limits vLLM will run with: the server's own, else the budget's for the small servers,
     else vLLM's defaults."""
     server, arch = checked.spec, checked.arch
-    small = checked.role != "llm"
+    small = ROLES[checked.role].pooling
     max_len = server.max_model_len or (
         min(budget.embedding_max_model_len, arch.max_position_embeddings) if small else None
     )
@@ -249,7 +242,7 @@ def size_pair(checked: list[CheckedServer], gpu_spec: GpuSpec, budget: Budget) -
             server.path,
             process_spec(server, gpu_spec, budget),
             _eager_setting(server.spec),
-            budget.llm_min_concurrency if server.role == "llm" else budget.embedding_concurrency,
+            budget.embedding_concurrency if ROLES[server.role].pooling else budget.llm_min_concurrency,
         )
         for server in checked
     ]
@@ -306,11 +299,11 @@ def assemble_pair(
             ready.spec.model,
             ready.spec.vllm.resolved_image,
             ready.spec.vllm.version,
-            PORTS[ready.role],
+            ROLES[ready.role].port,
             server_args,
             probe,
-            ready.spec.cpu or DEFAULT_CPU[ready.role],
-            ready.spec.memory or DEFAULT_MEMORY[ready.role],
+            ready.spec.cpu or ROLES[ready.role].cpu,
+            ready.spec.memory or ROLES[ready.role].memory,
             ready.spec.weights_uri,
             memory_plan,
             vllm_env(ready),

@@ -7,9 +7,10 @@ pair is planned by colo.plan.pair.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from colo.catalog import GpuSpec, gpu, instance_type
+from colo.catalog import GpuLookupError, GpuSpec, instance_type, resolve_gpu
 from colo.config.schema import StackConfig
 from colo.errors import Problem
 from colo.plan.hub_access import hub_access_warnings
@@ -45,12 +46,13 @@ def make_plan(
     """Plan every pair. Problems are collected, never raised, so `colo plan` can show them all."""
     problems = platform_problems(config)
     selector, tolerations = node_selector(config), gpu_tolerations()
+    pool = config.node_pool
     try:
-        gpu_spec = gpu_override or gpu(config.node_pool.gpu)
-    except KeyError as exc:
+        gpu_spec = gpu_override or resolve_gpu(pool.named_gpu, pool.gpu_memory_mib)
+    except GpuLookupError as exc:
         return Plan(
             config,
-            GpuSpec("unknown", 0, 0, 0, None, None, {}, (0, 0), 0),
+            GpuSpec(name="unknown", cuda_total_bytes=0, context_bytes=0, cublas_bytes=0, from_catalog=False),
             (),
             1,
             0,
@@ -62,12 +64,11 @@ def make_plan(
         )
     per_node = gpus_per_node(config) or 1
     native = uses_native_sidecars(config)
-    pool = config.node_pool
     nodes = node_count(len(config.pairs), pool.spare_gpus, per_node)
     problems += node_limit_problems(len(config.pairs), pool.spare_gpus, per_node, pool.max_nodes)
     pairs: list[PairPlan] = []
     placements = place_pairs(len(config.pairs), per_node)
-    pods_by_node: dict[int, list[tuple[str, list[tuple[str, str, str]]]]] = {}
+    pods_by_node: dict[int, list[tuple[str, Sequence[tuple[str, str, str]]]]] = {}
     for index, (pair, placement) in enumerate(zip(config.pairs, placements, strict=True)):
         pair_plan, pair_problems = plan_pair(pair, index, config, gpu_spec, placement, native, s3_profile)
         problems += pair_problems

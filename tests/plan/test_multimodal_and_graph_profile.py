@@ -33,10 +33,10 @@ def test_language_model_only_drops_the_vision_weights_and_the_encoder_profile() 
 
 @pytest.mark.parametrize(("version", "built"), [("0.14.1", True), ("0.16.0", False)])
 def test_zero_limits_for_every_tower_modality_leave_it_unbuilt_from_016(version: str, built: bool) -> None:
-    spec = process(MOE, "H100", version, max_model_len=32768, mm_limits=TEXT_ONLY_LIMITS)
+    spec = process(MOE, "H100-SXM", version, max_model_len=32768, mm_limits=TEXT_ONLY_LIMITS)
     assert spec.vision_tower_built is built
     assert not spec.mm_encoder_profiled  # no image allowed: nothing to profile in any release
-    images_only = process(MOE, "H100", version, max_model_len=32768, mm_limits=(("video", 0),))
+    images_only = process(MOE, "H100-SXM", version, max_model_len=32768, mm_limits=(("video", 0),))
     assert images_only.vision_tower_built and images_only.mm_encoder_profiled
 
 

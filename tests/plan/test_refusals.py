@@ -48,8 +48,8 @@ def test_a_causal_embedder_runs_v0_until_092(version: str, v0: bool) -> None:
 @pytest.mark.parametrize(
     ("version", "gpu_name", "v0"),
     [
-        ("0.8.1", "H100", True),  # no fp8 KV on V1 yet
-        ("0.8.2", "H100", False),  # FlashAttention 3 on compute capability 9.x
+        ("0.8.1", "H100-SXM", True),  # no fp8 KV on V1 yet
+        ("0.8.2", "H100-SXM", False),  # FlashAttention 3 on compute capability 9.x
         ("0.9.2", "L40S", True),  # Ada has no FA3: fp8 KV falls back
         ("0.10.2", "L40S", True),
         ("0.11.0", "L40S", False),  # the oracle no longer looks at the KV dtype
@@ -77,7 +77,7 @@ def test_float32_models_run_v0_until_092() -> None:
         features = v0_fallback_features(
             rules_for(version),
             arch,
-            gpu("H100"),
+            gpu("H100-SXM"),
             pooling=False,
             kv_cache_dtype="auto",
             speculative_method=None,
@@ -93,7 +93,7 @@ def test_speculative_methods_stay_on_v1_only_where_the_release_lists_them(
     version: str, method: str, v0: bool
 ) -> None:
     assert (
-        _features("Qwen/Qwen3-8B", "H100", version, speculative_method=method) == ["Speculative Decoding"]
+        _features("Qwen/Qwen3-8B", "H100-SXM", version, speculative_method=method) == ["Speculative Decoding"]
     ) is v0
 
 
@@ -153,7 +153,7 @@ def test_rope_scaling_raises_the_derived_length_except_for_llama3_style_rope() -
 
 
 def test_vllms_default_max_model_len_is_the_derived_one() -> None:
-    assert process("meta-llama/Llama-3.1-8B-Instruct", "H100", "0.20.0").limits.max_model_len == 131072
+    assert process("meta-llama/Llama-3.1-8B-Instruct", "H100-SXM", "0.20.0").limits.max_model_len == 131072
 
 
 @pytest.mark.parametrize(

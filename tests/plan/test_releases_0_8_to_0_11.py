@@ -18,7 +18,7 @@ from tests.plan.helpers import process, sized
 def test_up_to_090_the_kv_pool_is_util_times_total_minus_everything_on_the_device() -> None:
     # vllm 0.8.0 v1/worker/gpu_worker.py::determine_available_memory: total * util - (peak + non-torch), where
     # non-torch is every byte on the device outside this process's tensors: its context, other processes.
-    spec = process("Qwen/Qwen3-8B", "H100", "0.9.0", gpu_memory_utilization=0.9)
+    spec = process("Qwen/Qwen3-8B", "H100-SXM", "0.9.0", gpu_memory_utilization=0.9)
     alone = size_process(spec)
     beside = size_process(spec, free_before_bytes=spec.gpu.cuda_total_bytes - 10 * GIB)
     assert alone.kv_bytes == (
@@ -32,7 +32,7 @@ def test_up_to_090_the_kv_pool_is_util_times_total_minus_everything_on_the_devic
 
 
 def test_from_091_the_kv_pool_ignores_other_processes_and_the_own_context() -> None:
-    spec = process("Qwen/Qwen3-8B", "H100", "0.9.1", gpu_memory_utilization=0.5)
+    spec = process("Qwen/Qwen3-8B", "H100-SXM", "0.9.1", gpu_memory_utilization=0.5)
     alone = size_process(spec)
     beside = size_process(spec, free_before_bytes=spec.gpu.cuda_total_bytes - 10 * GIB)
     assert alone.kv_bytes == beside.kv_bytes
@@ -54,7 +54,7 @@ def test_no_startup_check_before_091_and_vllms_own_text_from_091() -> None:
 
 
 def test_global_accounting_footprint_is_the_cap_minus_what_others_hold_plus_graphs() -> None:
-    spec = process("Qwen/Qwen3-8B", "H100", "0.8.5", gpu_memory_utilization=0.9)
+    spec = process("Qwen/Qwen3-8B", "H100-SXM", "0.8.5", gpu_memory_utilization=0.9)
     beside = size_process(spec, free_before_bytes=spec.gpu.cuda_total_bytes - 10 * GIB)
     assert beside.footprint_bytes == (
         beside.requested_bytes - 10 * GIB + beside.graphs.bytes + beside.post_profile_bytes
@@ -64,14 +64,14 @@ def test_global_accounting_footprint_is_the_cap_minus_what_others_hold_plus_grap
 @pytest.mark.parametrize(
     ("version", "gpu_name", "tokens", "seqs"),
     [
-        ("0.8.0", "H100", 8192, 1024),  # "h100" in the device name
+        ("0.8.0", "H100-SXM", 8192, 1024),  # "h100" in the device name
         ("0.8.0", "A100-80GB", 2048, 1024),  # max_num_seqs 1024 on every GPU
         ("0.8.3", "L40S", 2048, 1024),
         ("0.8.4", "L40S", 2048, 256),  # 256 outside the H100/H200 names
         ("0.8.4", "H200", 8192, 1024),
         ("0.8.5", "A100-80GB", 8192, 1024),  # by memory, A100s included
         ("0.9.0", "A100-80GB", 2048, 256),  # "a100" excluded
-        ("0.9.0", "H100", 8192, 1024),
+        ("0.9.0", "H100-SXM", 8192, 1024),
     ],
 )
 def test_server_batch_defaults_follow_each_releases_tiering(
@@ -96,8 +96,8 @@ def test_up_to_092_every_multiple_of_eight_to_512_is_captured_whatever_max_num_s
 
 
 def test_up_to_090_concurrency_is_tokens_over_max_model_len() -> None:
-    old = sized("Qwen/Qwen3-8B", "H100", "0.9.0", max_model_len=1000)
-    new = sized("Qwen/Qwen3-8B", "H100", "0.9.1", max_model_len=1000)
+    old = sized("Qwen/Qwen3-8B", "H100-SXM", "0.9.0", max_model_len=1000)
+    new = sized("Qwen/Qwen3-8B", "H100-SXM", "0.9.1", max_model_len=1000)
     assert old.capacity is not None and new.capacity is not None
     assert old.capacity.max_concurrency == pytest.approx(old.capacity.tokens / 1000)
     # 0.9.1+: blocks over whole blocks per request (1000 tokens need 63 blocks = 1008 tokens)

@@ -62,8 +62,8 @@ def test_speculative_decoding_adds_the_rejection_branch_of_the_release(version: 
 
 
 def test_the_rejection_branch_runs_one_draft_token_per_request_whatever_k_is() -> None:
-    one = sized("Qwen/Qwen3-8B", "H100", "0.20.0", num_speculative_tokens=1, speculative_method="eagle")
-    three = sized("Qwen/Qwen3-8B", "H100", "0.20.0", num_speculative_tokens=3, speculative_method="eagle")
+    one = sized("Qwen/Qwen3-8B", "H100-SXM", "0.20.0", num_speculative_tokens=1, speculative_method="eagle")
+    three = sized("Qwen/Qwen3-8B", "H100-SXM", "0.20.0", num_speculative_tokens=3, speculative_method="eagle")
     assert one.activation_bytes == three.activation_bytes
 
 

@@ -9,11 +9,16 @@ import pytest
 from colo.catalog import MIB, gpu
 from colo.catalog.models import catalog_architecture
 from colo.catalog.vllm_rules import constants, rules_for
-from colo.plan.kv_cache import kv_geometry, kv_heads_per_rank
+from colo.plan.kv_cache import KvGeometry, kv_geometry, kv_heads_per_rank
 from colo.plan.tp_comm import tp_communication
 from tests.plan.helpers import sized
 
 COMM = constants().tp_communication_mib
+
+
+def _per_token(geometry: KvGeometry) -> int:
+    """Bytes one token costs on a rank, for a model whose layers all attend fully."""
+    return geometry.bytes_per_block // geometry.block_tokens
 
 
 @pytest.mark.parametrize(
@@ -33,7 +38,7 @@ def test_a_token_costs_one_nth_of_the_bytes_per_rank_so_the_same_pool_holds_n_ti
     one = kv_geometry(arch)
     per_rank = kv_geometry(arch, tensor_parallel_size=tp)
     assert one is not None and per_rank is not None
-    assert one.full_attention_bytes_per_token == tp * per_rank.full_attention_bytes_per_token
+    assert _per_token(one) == tp * _per_token(per_rank)
 
 
 def test_kv_heads_are_replicated_when_ranks_outnumber_them() -> None:
@@ -41,7 +46,7 @@ def test_kv_heads_are_replicated_when_ranks_outnumber_them() -> None:
     four = kv_geometry(arch, tensor_parallel_size=4)
     eight = kv_geometry(arch, tensor_parallel_size=8)
     assert four is not None and eight is not None
-    assert four.full_attention_bytes_per_token == eight.full_attention_bytes_per_token
+    assert _per_token(four) == _per_token(eight)
 
 
 def test_tp_multiplies_reported_tokens_for_the_same_kv_gib() -> None:
@@ -74,9 +79,9 @@ def test_a_public_tp8_hybrid_block_size_follows_from_per_rank_pages() -> None:
 
 
 def test_the_sampler_peak_is_not_divided_by_the_ranks() -> None:
-    tp1 = sized("meta-llama/Llama-3.1-8B-Instruct", "H100", "0.16.0", max_model_len=16384)
+    tp1 = sized("meta-llama/Llama-3.1-8B-Instruct", "H100-SXM", "0.16.0", max_model_len=16384)
     tp2 = sized(
-        "meta-llama/Llama-3.1-8B-Instruct", "H100", "0.16.0", max_model_len=16384, tensor_parallel_size=2
+        "meta-llama/Llama-3.1-8B-Instruct", "H100-SXM", "0.16.0", max_model_len=16384, tensor_parallel_size=2
     )
     # 1024 rows x 128,256 vocabulary x 38 bytes, on every rank
     assert tp2.activation_bytes >= 1024 * 128_256 * 38
@@ -84,7 +89,7 @@ def test_the_sampler_peak_is_not_divided_by_the_ranks() -> None:
 
 
 def test_up_to_0102_communicators_land_inside_the_budget_and_from_011_before_the_snapshot() -> None:
-    h100 = gpu("H100")
+    h100 = gpu("H100-SXM")
 
     def comm(version: str) -> tuple[int, int]:
         c = tp_communication(
@@ -112,7 +117,7 @@ def test_up_to_0102_communicators_land_inside_the_budget_and_from_011_before_the
 
 
 def test_dense_models_lose_the_ep_communicator_from_014_and_the_gather_wakes_none_from_026() -> None:
-    h100 = gpu("H100")
+    h100 = gpu("H100-SXM")
 
     def before_and_inside(version: str, moe: bool) -> tuple[int, int]:
         c = tp_communication(
@@ -164,7 +169,7 @@ def test_a_tp2_h100_public_log_is_matched_by_rules_not_by_a_fitted_constant() ->
     # communicator (554 MiB, measured on H200s) is inside.
     budget = sized(
         "Qwen/Qwen3-32B",
-        "H100",
+        "H100-SXM",
         "0.11.1",
         max_model_len=16000,
         tensor_parallel_size=2,
