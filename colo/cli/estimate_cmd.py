@@ -65,6 +65,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--skip-mm-profiling", action="store_true", help="tower built, not profiled (0.10.1+)"
     )
+    parser.add_argument(
+        "--without-flashinfer",
+        action="store_true",
+        help="vLLM installed without FlashInfer (a plain pip install of a release that does not require it); "
+        "its dummy sampler run then takes PyTorch's path. Default: FlashInfer present, as in vLLM's images",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON (the default output is JSON too)")
 
 

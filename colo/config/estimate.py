@@ -60,6 +60,7 @@ class EstimateArguments(BaseModel):
     language_model_only: bool = False
     limit_mm_per_prompt: MmLimits | None = None
     skip_mm_profiling: bool = False
+    without_flashinfer: bool = False
 
     @model_validator(mode="after")
     def _gpu_and_speculation_complete(self) -> EstimateArguments:

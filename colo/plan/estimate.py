@@ -135,6 +135,7 @@ def estimate(args: EstimateArguments, *, kv_pool_bytes: int | None = None) -> Es
         language_model_only=args.language_model_only,
         mm_limits=tuple(sorted((args.limit_mm_per_prompt or {}).items())),
         skip_mm_profiling=args.skip_mm_profiling,
+        flashinfer_installed=not args.without_flashinfer,
     )
     _refuse_what_vllm_refuses(args, spec)
     free = None if args.free_memory_gib is None else round(args.free_memory_gib * GIB)

@@ -132,3 +132,16 @@ def test_the_catalogs_informed_by_lists_are_what_the_bench_keeps_apart() -> None
     informed = informed_ids()
     assert "tokenkaki_a100_40g_qwen3_8b_0191" in informed  # vllm_rules.yaml constants
     assert "v1_gemma3_4b_b200_pr21489" in informed  # gpus.yaml
+
+
+def test_a_failure_that_is_no_memory_verdict_is_left_out_of_the_verdicts() -> None:
+    hang = _log(
+        "hang",
+        available_kv_cache_gib=None,
+        kv_cache_tokens=None,
+        max_concurrency=None,
+        startup_error="hang during torch.compile (no error text)",
+    )
+    outcome = run([hang])
+    assert outcome.verdicts == []
+    assert [c.entry_id for c in outcome.comparisons["weights"]] == ["hang"]  # its weights still count
