@@ -50,6 +50,7 @@ def _release_number(value: str) -> str:
 # The limits a stack key and a `colo estimate` flag share (colo.config.estimate): each is defined once here.
 MaxModelLen = Annotated[int, Field(ge=16)]
 MaxNumSeqs = Annotated[int, Field(ge=1)]
+MmLimits = dict[str, Annotated[int, Field(ge=0)]]  # --limit-mm-per-prompt items by modality
 MaxNumBatchedTokens = Annotated[int, Field(ge=16)]
 # vLLM accepts (0, 1]: vllm 0.33.0 config/cache.py::CacheConfig (Field(gt=0, le=1)).
 GpuMemoryUtilization = Annotated[float, Field(gt=0.0, le=1.0)]
@@ -155,16 +156,33 @@ class ServerSpec(_Model):
         default="auto", description="vLLM's --kv-cache-dtype names for the pinned release"
     )
     max_model_len: MaxModelLen | None = None
+    allow_long_max_model_len: bool = Field(
+        default=False,
+        description="Set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: accept a maxModelLen above the model's own limit",
+    )
     max_num_seqs: MaxNumSeqs | None = None
     max_num_batched_tokens: MaxNumBatchedTokens | None = None
     speculative: Speculative | None = None
+    language_model_only: bool = Field(
+        default=False,
+        description="--language-model-only (vLLM >= 0.17): no vision tower is built and no image is profiled",
+    )
+    limit_mm_per_prompt: MmLimits | None = Field(
+        default=None,
+        description="--limit-mm-per-prompt, items per prompt by modality (image, video, audio); 0 for every "
+        "modality of the tower leaves it unbuilt (vLLM >= 0.16)",
+    )
+    skip_mm_profiling: bool = Field(
+        default=False,
+        description="--skip-mm-profiling (vLLM >= 0.10.1): the vision encoder is built but not profiled",
+    )
     enforce_eager: Literal["auto"] | bool = "auto"
     cudagraph_capture_sizes: list[Annotated[int, Field(ge=1)]] | None = None
     gpu_memory_utilization: GpuMemoryUtilization | None = Field(
         default=None, description="Override the derived value; checked the same way"
     )
     kv_cache_memory_bytes: KvCacheMemoryBytes | None = Field(
-        default=None, description="Override: a fixed KV pool (vLLM >= 0.10.1)"
+        default=None, description="Override: a fixed KV pool (vLLM >= 0.10.2)"
     )
     vllm: VllmImage = VllmImage()
     extra_args: list[CliText] = Field(default_factory=list)
@@ -212,6 +230,9 @@ class ServerSpec(_Model):
             "--port",
             "--quantization",
             "--speculative-config",
+            "--language-model-only",
+            "--limit-mm-per-prompt",
+            "--skip-mm-profiling",
         }
         for arg in value:
             flag = arg.split("=", 1)[0]
