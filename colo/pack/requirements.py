@@ -332,6 +332,12 @@ def _stack_server(server: ServerSpec, path: str, notes: list[str]) -> dict[str, 
     return values
 
 
+def _known_instance_type(config: StackConfig) -> str | None:
+    """The stack's instance type when it names one or colo manages its nodes (not the schema's default)."""
+    pool = config.node_pool
+    return pool.instance_type if pool.mode == "managed" or "instance_type" in pool.model_fields_set else None
+
+
 def request_from_stack(config: StackConfig, origin: str) -> PackRequest:
     """The stack's pairs as they are (each LLM keeps its own embedding and reranker), its budget's minimums,
     its region and spare GPUs; memory overrides are dropped, since they were set for the stack's GPU."""
@@ -388,6 +394,6 @@ def request_from_stack(config: StackConfig, origin: str) -> PackRequest:
         rerankers=tuple(rerankers),
         base=base,
         origin=origin,
-        current_instance=config.node_pool.instance_type,
+        current_instance=_known_instance_type(config),
         notes=tuple(notes),
     )

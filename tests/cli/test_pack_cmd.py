@@ -78,3 +78,21 @@ def test_what_no_allowed_instance_holds_fails_and_says_why(capsys: pytest.Captur
     err = capsys.readouterr().err
     assert "cannot be met on any allowed instance type" in err
     assert "Qwen/Qwen3.6-27B-FP8" in err
+
+
+def test_a_cheaper_layout_than_the_stack_s_own_is_explained(capsys: pytest.CaptureFixture[str]) -> None:
+    # The local stack names a g6e.xlarge (L40S) for an 8B FP8 model that an L4 node holds.
+    assert main(["pack", "--stack", "local", "--alternatives", "0"]) == ExitCode.OK
+    out = capsys.readouterr().out
+    assert "the stack's own layout: 1 x g6e.xlarge" in out
+    assert "cheaper because it buys" in out
+
+
+def test_a_stack_that_names_no_instance_type_is_not_priced_as_the_schema_default() -> None:
+    from colo.config import parse_stack_config
+    from colo.pack.requirements import request_from_stack
+    from colo.stackfiles import load_stack
+
+    values = dict(load_stack("local").values)
+    values["nodePool"] = {k: v for k, v in values["nodePool"].items() if k != "instanceType"}
+    assert request_from_stack(parse_stack_config(values), "stack local").current_instance is None
