@@ -283,6 +283,11 @@ class Budget(_Model):
     embedding_max_num_seqs: Annotated[int, Field(ge=1)] = 64
     embedding_concurrency: Annotated[float, Field(gt=0)] = 2.0
     llm_min_concurrency: Annotated[float, Field(gt=0)] = 1.0
+    calibration: str | None = Field(
+        default=None,
+        description="A calibration file written by `colo verify --record`: the plan uses its observed "
+        "per-process constants for the GPU and vLLM release it was recorded on",
+    )
 
 
 class StackConfig(_Model):

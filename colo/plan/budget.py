@@ -17,15 +17,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from math import ceil
+from typing import TYPE_CHECKING
 
 from colo.catalog import GIB, MIB, GpuSpec
 from colo.catalog.architecture import ModelArchitecture
-from colo.catalog.vllm_rules import VllmRules, constants
+from colo.catalog.vllm_rules import MeasuredConstants, VllmRules, constants
 from colo.plan.activation import activation_peak
 from colo.plan.cudagraph import GraphPlan, default_capture_sizes, graph_memory
 from colo.plan.engine_limits import EngineLimits
 from colo.plan.kv_cache import KvCapacity, KvGeometry, kv_bytes_for_requests, kv_capacity, kv_geometry
 from colo.plan.weights import estimate_weights
+
+if TYPE_CHECKING:
+    from colo.plan.calibration import AppliedCalibration
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,9 @@ class ProcessSpec:
     gpu_memory_utilization: float | None = None
     kv_cache_memory_bytes: int | None = None
     tensor_parallel_size: int = 1
+    # None: the catalog's measured constants; a calibration (colo.plan.calibration) supplies observed ones
+    constants: MeasuredConstants | None = None
+    calibration: AppliedCalibration | None = None  # what a calibration changed, for the plan to show
 
     @property
     def utilization(self) -> float:
@@ -160,7 +167,7 @@ def capture_sizes_for(spec: ProcessSpec) -> list[int]:
 
 def size_process(spec: ProcessSpec, *, free_before_bytes: int | None = None) -> ProcessBudget:
     """Size one process as vLLM would, given the free memory it finds on the GPU when it starts."""
-    consts = constants()
+    consts = spec.constants or constants()
     gpu = spec.gpu
     total = gpu.cuda_total_bytes
     tp = spec.tensor_parallel_size

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from colo.catalog import GpuSpec, gpu, instance_type
 from colo.config.schema import StackConfig
 from colo.errors import Problem
+from colo.plan.calibration import calibration_problem
 from colo.plan.hub_access import hub_access_warnings
 from colo.plan.pair import PairPlan, S3Profile, plan_pair
 from colo.plan.placement import node_count, node_limit_problems, place_pairs
@@ -45,6 +46,8 @@ def make_plan(
 ) -> Plan:
     """Plan every pair. Problems are collected, never raised, so `colo plan` can show them all."""
     problems = platform_problems(config)
+    if (unusable := calibration_problem(config.budget.calibration)) is not None:
+        problems.append(Problem("colo:budget.calibration", unusable))
     selector, tolerations = node_selector(config), gpu_tolerations()
     try:
         gpu_spec = gpu_override or gpu(config.node_pool.gpu)

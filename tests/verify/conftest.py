@@ -1,0 +1,68 @@
+"""A stack that plans the process of a real public log, and that log as a server's log file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+FIXTURES = Path(__file__).parent
+LOGS: dict[str, dict[str, Any]] = {
+    entry["id"]: entry for entry in yaml.safe_load((FIXTURES / "startup_logs.yaml").read_text())["logs"]
+}
+# vLLM 0.19.1 serving Qwen/Qwen3-8B with its defaults (util 0.9) on an A100-SXM4-40GB
+# (https://github.com/dariustanrd/tokenkaki, cited in startup_logs.yaml). It informed no catalog constant.
+REAL_LOG = "tokenkaki_a100_40g_qwen3_8b_0191"
+
+
+def excerpt(entry_id: str) -> str:
+    return "\n".join(LOGS[entry_id]["excerpt"]) + "\n"
+
+
+def stack_config(**budget: object) -> dict[str, Any]:
+    """One pair on the log's GPU and release; the LLM set as the log's run was. The embedder (bge-m3, no KV
+    cache) starts first and leaves the LLM the free memory its 0.9 needs, as on the log's idle GPU."""
+    return {
+        "config": {
+            "colo:cluster": {"name": "colo-verify", "namespace": "colo", "gpuPairing": "uuid-handoff"},
+            "colo:nodePool": {
+                "mode": "existing",
+                "gpu": "A100-40GB",
+                "instanceType": "p4d.24xlarge",
+                "nodeSelector": {"colo.dev/gpu-pool": "colo"},
+            },
+            "colo:budget": budget,
+            "colo:pairs": [
+                {
+                    "name": "chat",
+                    "llm": {
+                        "model": "Qwen/Qwen3-8B",
+                        "gpuMemoryUtilization": 0.9,
+                        "enforceEager": False,
+                        "vllm": {"version": "0.19.1"},
+                    },
+                    "embedding": {"model": "BAAI/bge-m3", "vllm": {"version": "0.19.1"}},
+                }
+            ],
+        }
+    }
+
+
+def write_stack(directory: Path, name: str = "a100", **budget: object) -> Path:
+    path = directory / f"Pulumi.{name}.yaml"
+    path.write_text(yaml.safe_dump(stack_config(**budget)))
+    return path
+
+
+@pytest.fixture
+def stack(tmp_path: Path) -> Path:
+    return write_stack(tmp_path)
+
+
+@pytest.fixture
+def real_log(tmp_path: Path) -> Path:
+    path = tmp_path / "chat-llm.log"
+    path.write_text(excerpt(REAL_LOG))
+    return path
