@@ -16,6 +16,15 @@ LOGS: dict[str, dict[str, Any]] = {
 # (https://github.com/dariustanrd/tokenkaki, cited in startup_logs.yaml). It informed no catalog constant.
 REAL_LOG = "tokenkaki_a100_40g_qwen3_8b_0191"
 
+# A summary line for the embedder, which starts first on the empty GPU: 38.88 of 39.39 GiB free gives its
+# CUDA context (0.51 GiB = 522 MiB). Constructed for this test in the 0.19 wording; not a public log.
+EMBEDDER_LOG = (
+    "INFO [gpu_model_runner.py:4820] Model loading took 1.06 GiB memory and 2.1 seconds\n"
+    "DEBUG [gpu_worker.py:489] Free memory on device (38.88/39.39 GiB) on startup. Desired GPU memory "
+    "utilization is (0.051, 2.01 GiB). Actual usage is 1.06 GiB for weight, 0.22 GiB for peak activation, "
+    "0.2 GiB for non-torch memory, and 0.57 GiB for CUDAGraph memory.\n"
+)
+
 
 def excerpt(entry_id: str) -> str:
     return "\n".join(LOGS[entry_id]["excerpt"]) + "\n"
