@@ -126,6 +126,9 @@ class MeasuredConstants(_Strict):
     sampler_bytes_per_logit: int
     sampler_bytes_per_logit_sorting: int
     post_profile_mib: int
+    # Public log ids (bench/data/vllm_startup_logs.yaml) whose figures informed a constant above: the
+    # accuracy benchmark reports them apart, never as evidence for the constant they informed.
+    informed_by: tuple[str, ...]
 
 
 class RulesCatalog(_Strict):

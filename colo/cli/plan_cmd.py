@@ -113,6 +113,7 @@ def _findings(heading: str, findings: list[dict[str, str]]) -> list[str]:
 def render_text(view: dict[str, Any], markdown: bool) -> str:
     title = "## " if markdown else ""
     lines = [_headline(view, title)]
+    lines += [f"note (GPU): {assumption}" for assumption in view["gpu"]["assumptions"]]
     for pair in view["pairs"]:
         lines += _pair_lines(pair, markdown)
     lines += _findings(f"{title}Warnings" if markdown else "WARNINGS:", view["warnings"])

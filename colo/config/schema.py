@@ -10,7 +10,15 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
@@ -27,6 +35,25 @@ _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
 _VERSION = re.compile(r"^\d+\.\d+\.\d+(\.\d+)?(\.post\d+)?$")
 _QUANTITY = re.compile(r"^\d+(Ki|Mi|Gi|Ti)$")
 _CPU = re.compile(r"^(\d+(\.\d+)?|\d+m)$")
+
+
+def _release_number(value: str) -> str:
+    if not _VERSION.match(value):
+        raise ValueError(f"'{value}' is not a vLLM release number; write it like 0.11.0")
+    return value
+
+
+# The limits a stack key and a `colo estimate` flag share (colo.config.estimate): each is defined once here.
+MaxModelLen = Annotated[int, Field(ge=16)]
+MaxNumSeqs = Annotated[int, Field(ge=1)]
+MaxNumBatchedTokens = Annotated[int, Field(ge=16)]
+# vLLM accepts (0, 1]: vllm 0.33.0 config/cache.py::CacheConfig (Field(gt=0, le=1)).
+GpuMemoryUtilization = Annotated[float, Field(gt=0.0, le=1.0)]
+KvCacheMemoryBytes = Annotated[int, Field(gt=0)]
+NumSpeculativeTokens = Annotated[int, Field(ge=1, le=16)]
+TensorParallelSize = Annotated[int, Field(ge=1)]
+GpuMemoryMiB = Annotated[int, Field(ge=1024)]  # no GPU under 1 GiB holds a vLLM process
+VllmVersion = Annotated[str, AfterValidator(_release_number)]
 
 
 def _error(loc: tuple[str, ...], message: str, value: object = None) -> InitErrorDetails:
@@ -53,18 +80,11 @@ def require_pinned(image: str | None) -> str | None:
 class VllmImage(_Model):
     """Which vLLM runs the server. The version selects the memory rules the budget mirrors."""
 
-    version: str = "0.11.0"
+    version: VllmVersion = "0.11.0"
     image: str | None = Field(
         default=None,
         description="Container image; default vllm/vllm-openai:v<version>. Must carry a pinned tag.",
     )
-
-    @field_validator("version")
-    @classmethod
-    def _version_shape(cls, value: str) -> str:
-        if not _VERSION.match(value):
-            raise ValueError(f"'{value}' is not a vLLM release number; write it like 0.11.0")
-        return value
 
     @field_validator("image")
     @classmethod
@@ -78,7 +98,7 @@ class VllmImage(_Model):
 
 class Speculative(_Model):
     method: SpeculativeMethod
-    num_speculative_tokens: Annotated[int, Field(ge=1, le=16)] = 1
+    num_speculative_tokens: NumSpeculativeTokens = 1
 
 
 class ServerSpec(_Model):
@@ -97,16 +117,16 @@ class ServerSpec(_Model):
     )
     quantization: Quantization | None = None
     kv_cache_dtype: KvCacheDtype = "auto"
-    max_model_len: Annotated[int, Field(ge=16)] | None = None
-    max_num_seqs: Annotated[int, Field(ge=1)] | None = None
-    max_num_batched_tokens: Annotated[int, Field(ge=16)] | None = None
+    max_model_len: MaxModelLen | None = None
+    max_num_seqs: MaxNumSeqs | None = None
+    max_num_batched_tokens: MaxNumBatchedTokens | None = None
     speculative: Speculative | None = None
     enforce_eager: Literal["auto"] | bool = "auto"
     cudagraph_capture_sizes: list[Annotated[int, Field(ge=1)]] | None = None
-    gpu_memory_utilization: Annotated[float, Field(gt=0.0, lt=1.0)] | None = Field(
+    gpu_memory_utilization: GpuMemoryUtilization | None = Field(
         default=None, description="Override the derived value; checked the same way"
     )
-    kv_cache_memory_bytes: Annotated[int, Field(gt=0)] | None = Field(
+    kv_cache_memory_bytes: KvCacheMemoryBytes | None = Field(
         default=None, description="Override: a fixed KV pool (vLLM >= 0.10.1)"
     )
     vllm: VllmImage = VllmImage()
@@ -229,7 +249,18 @@ class Cluster(_Model):
 
 class NodePool(_Model):
     mode: Literal["managed", "existing"] = "existing"
-    gpu: str = "L40S"
+    gpu: str = Field(
+        default="L40S",
+        description="The GPU, by any name nvidia-smi prints or its usual short form (L40S, NVIDIA H100 80GB "
+        "HBM3, RTX 4090); for a GPU colo's catalog lacks, give gpuMemoryMiB (this name is then a label)",
+    )
+    gpu_memory_mib: GpuMemoryMiB | None = Field(
+        default=None,
+        alias="gpuMemoryMiB",
+        description="The GPU's total memory as CUDA reports it, in MiB: torch.cuda.mem_get_info()[1] / 2**20, "
+        "the device total vLLM prints (not nvidia-smi's memory.total, which is larger). For a GPU colo's "
+        "catalog lacks; beside a catalog gpu it replaces the catalog's total",
+    )
     instance_type: str = "g6e.xlarge"
     gpus_per_node: Annotated[int, Field(ge=1)] | None = Field(
         default=None, description="GPUs per node; default from the instance type"
@@ -239,6 +270,13 @@ class NodePool(_Model):
     node_selector: dict[str, CliText] = Field(default_factory=dict)
     root_volume_gib: int | None = Field(default=None, ge=50, alias="rootVolumeGiB")
     max_nodes: Annotated[int, Field(ge=1)] | None = None
+
+    @property
+    def named_gpu(self) -> str | None:
+        """The GPU name the user gave; None when only gpuMemoryMiB describes the GPU."""
+        if self.gpu_memory_mib is not None and "gpu" not in self.model_fields_set:
+            return None
+        return self.gpu
 
     @model_validator(mode="after")
     def _managed_needs_subnets(self) -> NodePool:

@@ -26,7 +26,8 @@ def resolve_limits(
     max_num_batched_tokens: int | None,
 ) -> EngineLimits:
     model_len = max_model_len or arch.max_position_embeddings
-    defaults = rules.batch_defaults(gpu.name, gpu.cuda_total_bytes)
+    # vLLM matches the device name CUDA reports ("NVIDIA A100-SXM4-80GB"); a GPU given by memory has its label.
+    defaults = rules.batch_defaults(gpu.device_name or gpu.name, gpu.cuda_total_bytes)
     seqs = max_num_seqs or defaults.max_num_seqs
     # Encoder-only (bidirectional) poolers cannot chunk a prefill, so one batch must hold a whole input.
     chunked = not arch.encoder_only

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from colo.catalog import GpuSpec, gpu, instance_type
+from colo.catalog import GpuLookupError, GpuSpec, instance_type, resolve_gpu
 from colo.config.schema import StackConfig
 from colo.errors import Problem
 from colo.plan.calibration import calibration_problem
@@ -50,12 +50,13 @@ def make_plan(
     if (unusable := calibration_problem(config.budget.calibration)) is not None:
         problems.append(Problem("colo:budget.calibration", unusable))
     selector, tolerations = node_selector(config), gpu_tolerations()
+    pool = config.node_pool
     try:
-        gpu_spec = gpu_override or gpu(config.node_pool.gpu)
-    except KeyError as exc:
+        gpu_spec = gpu_override or resolve_gpu(pool.named_gpu, pool.gpu_memory_mib)
+    except GpuLookupError as exc:
         return Plan(
             config,
-            GpuSpec("unknown", 0, 0, 0, None, (0, 0), 0),
+            GpuSpec(name="unknown", cuda_total_bytes=0, context_bytes=0, cublas_bytes=0, from_catalog=False),
             (),
             1,
             0,
@@ -67,7 +68,6 @@ def make_plan(
         )
     per_node = gpus_per_node(config) or 1
     native = uses_native_sidecars(config)
-    pool = config.node_pool
     nodes = node_count(len(config.pairs), pool.spare_gpus, per_node)
     problems += node_limit_problems(len(config.pairs), pool.spare_gpus, per_node, pool.max_nodes)
     pairs: list[PairPlan] = []

@@ -111,7 +111,7 @@ def test_first_release_where_names_the_release_a_rule_starts_in() -> None:
 
 def test_a100s_keep_the_small_batch_defaults_despite_their_memory() -> None:
     a100 = process("Qwen/Qwen3-8B", "A100-80GB", "0.27.1").limits
-    h100 = process("Qwen/Qwen3-8B", "H100", "0.27.1").limits
+    h100 = process("Qwen/Qwen3-8B", "H100-SXM", "0.27.1").limits
     assert (a100.max_num_batched_tokens, a100.max_num_seqs) == (2048, 256)
     assert (h100.max_num_batched_tokens, h100.max_num_seqs) == (8192, 1024)
 

@@ -12,15 +12,16 @@ FIXTURES = Path(__file__).parent
 LOGS: dict[str, dict[str, Any]] = {
     entry["id"]: entry for entry in yaml.safe_load((FIXTURES / "startup_logs.yaml").read_text())["logs"]
 }
-# vLLM 0.19.1 serving Qwen/Qwen3-8B with its defaults (util 0.9) on an A100-SXM4-40GB
-# (https://github.com/dariustanrd/tokenkaki, cited in startup_logs.yaml). It informed no catalog constant.
-REAL_LOG = "tokenkaki_a100_40g_qwen3_8b_0191"
+# vLLM 0.15.1 serving Llama-3.1-8B-Instruct eager at util 0.9 on an A100 40GB (https://github.com/ilseokoh/
+# vllm-gce, cited in startup_logs.yaml). No catalog constant lists it under `informed_by`, so it is an
+# independent check of the plan.
+REAL_LOG = "gce_a100_40g_llama31_8b_eager_0151"
 
 # A summary line for the embedder, which starts first on the empty GPU: 38.88 of 39.39 GiB free gives its
-# CUDA context (0.51 GiB = 522 MiB). Constructed for this test in the 0.19 wording; not a public log.
+# CUDA context (0.51 GiB = 522 MiB). Constructed for this test in the 0.15 wording; not a public log.
 EMBEDDER_LOG = (
-    "INFO [gpu_model_runner.py:4820] Model loading took 1.06 GiB memory and 2.1 seconds\n"
-    "DEBUG [gpu_worker.py:489] Free memory on device (38.88/39.39 GiB) on startup. Desired GPU memory "
+    "INFO [gpu_model_runner.py:4130] Model loading took 1.06 GiB memory and 2.1 seconds\n"
+    "DEBUG [gpu_worker.py:487] Free memory on device (38.88/39.39 GiB) on startup. Desired GPU memory "
     "utilization is (0.051, 2.01 GiB). Actual usage is 1.06 GiB for weight, 0.22 GiB for peak activation, "
     "0.2 GiB for non-torch memory, and 0.57 GiB for CUDAGraph memory.\n"
 )
@@ -47,12 +48,13 @@ def stack_config(**budget: object) -> dict[str, Any]:
                 {
                     "name": "chat",
                     "llm": {
-                        "model": "Qwen/Qwen3-8B",
+                        "model": "meta-llama/Llama-3.1-8B-Instruct",
                         "gpuMemoryUtilization": 0.9,
-                        "enforceEager": False,
-                        "vllm": {"version": "0.19.1"},
+                        "enforceEager": True,
+                        "maxNumBatchedTokens": 8192,
+                        "vllm": {"version": "0.15.1"},
                     },
-                    "embedding": {"model": "BAAI/bge-m3", "vllm": {"version": "0.19.1"}},
+                    "embedding": {"model": "BAAI/bge-m3", "vllm": {"version": "0.15.1"}},
                 }
             ],
         }

@@ -31,8 +31,8 @@ def pod(
     name: str, labels: dict[str, str], *, created: str, node: str, terminating: bool = False
 ) -> dict[str, Any]:
     containers = [
-        {"name": "embedding", "image": "vllm/vllm-openai:v0.19.1"},
-        {"name": "llm", "image": "vllm/vllm-openai:v0.19.1"},
+        {"name": "embedding", "image": "vllm/vllm-openai:v0.15.1"},
+        {"name": "llm", "image": "vllm/vllm-openai:v0.15.1"},
     ]
     metadata: dict[str, Any] = {
         "name": name,

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from colo.catalog import MIB, gpu
 from colo.cli import main
 from tests.verify.conftest import EMBEDDER_LOG, REAL_LOG, excerpt, stack_config, write_stack
 
@@ -56,16 +57,41 @@ def recorded(stack: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 
 def test_record_writes_each_figure_with_its_provenance(recorded: Path) -> None:
     (entry,) = yaml.safe_load(recorded.read_text())["calibrations"]
-    assert (entry["gpu"], entry["vllm_version"]) == ("A100-40GB", "0.19.1")
+    assert (entry["gpu"], entry["vllm_version"]) == ("A100-40GB", "0.15.1")
     assert entry["context_mib"] == 522  # (39.39 - 38.88) GiB, from the server that started first
-    assert entry["non_torch_growth_mib"] == 205  # the embedder's 0.2 GiB; the LLM's log has no summary
-    sources = {o["server"]: o for o in entry["observed"]}
-    graphs = [o["figures"]["cudagraph_kib_per_graph_layer"] for o in sources.values()]
-    assert entry["cudagraph_kib_per_graph_layer"] == max(graphs)  # the LLM's 2.44 GiB, the embedder's 0.57
-    assert set(sources) == {"chat/llm", "chat/embedding"}
-    llm = sources["chat/llm"]
-    assert (llm["model"], llm["vllm_version"], llm["driver"]) == ("Qwen/Qwen3-8B", "0.19.1", "580.95.05")
-    assert llm["gpu_name"].startswith("A100-40GB") and llm["date"]
+    assert entry["non_torch_growth_mib"] == 205  # the embedder's 0.2 GiB
+    # The LLM's log (eager, no summary line) gives nothing to invert, so only the embedder is observed.
+    (observed,) = entry["observed"]
+    assert entry["cudagraph_kib_per_graph_layer"] == observed["figures"]["cudagraph_kib_per_graph_layer"]
+    assert (observed["server"], observed["model"], observed["vllm_version"]) == (
+        "chat/embedding",
+        "BAAI/bge-m3",
+        "0.15.1",
+    )
+    assert (
+        observed["driver"] == "580.95.05"
+        and observed["gpu_name"].startswith("A100-40GB")
+        and observed["date"]
+    )
+
+
+def test_record_says_which_servers_gave_nothing_to_record(
+    stack: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main(
+        [
+            "verify",
+            "--config",
+            str(stack),
+            "--logs",
+            str(_logs(tmp_path)),
+            "--record",
+            str(tmp_path / "c.yaml"),
+        ]
+    )
+    err = capsys.readouterr().err
+    assert "not recorded: chat-llm: its log holds no figure colo can calibrate from" in err
+    assert "recorded in" in err and "chat-embedding: context_mib 522" in err
 
 
 def test_plan_uses_the_calibrated_figures_and_shows_where_they_come_from(
@@ -73,27 +99,23 @@ def test_plan_uses_the_calibrated_figures_and_shows_where_they_come_from(
 ) -> None:
     before, _ = _plan(capsys, write_stack(tmp_path, "before"))
     after, text = _plan(capsys, write_stack(tmp_path, "after", calibration=str(recorded)))
-    llm_before, llm_after = _servers(before)["chat-llm"], _servers(after)["chat-llm"]
-    assert llm_before["calibration"] is None
-    figures = llm_after["calibration"]["figures"]
-    assert figures["context_mib"] == {"calibrated": 522, "catalog": 520}
-    # The graph constant is the larger of the two servers' (the embedder's is larger per layer), so the
-    # LLM is budgeted at least the 2.44 GiB its capture took.
-    assert llm_before["cuda_graph_gib"] == 2.49
-    assert llm_after["cuda_graph_gib"] >= 2.44
-    assert (
-        figures["cudagraph_kib_per_graph_layer"]["calibrated"]
-        != figures["cudagraph_kib_per_graph_layer"]["catalog"]
-    )
+    catalog_context = gpu("A100-40GB").context_bytes // MIB
+    for name in ("chat-llm", "chat-embedding"):
+        assert _servers(before)[name]["calibration"] is None
+        figures = _servers(after)[name]["calibration"]["figures"]
+        assert figures["context_mib"] == {"calibrated": 522, "catalog": catalog_context}
+        assert _servers(after)[name]["context_gib"] == round(522 / 1024, 2)
+    # The graph constant came from the embedder's capture, so its plan now reproduces that capture.
+    assert _servers(after)["chat-embedding"]["cuda_graph_gib"] == pytest.approx(0.57, abs=0.01)
     line = next(line for line in text.splitlines() if line.startswith("calibrated (chat-llm)"))
-    assert "context_mib 522 (catalog 520)" in line
-    assert f"from {recorded} (A100-40GB, vLLM 0.19.1)" in line
-    assert "chat/llm (Qwen/Qwen3-8B) on" in line and "driver 580.95.05" in line
+    assert f"context_mib 522 (catalog {catalog_context})" in line
+    assert f"from {recorded} (A100-40GB, vLLM 0.15.1)" in line
+    assert "chat/embedding (BAAI/bge-m3) on" in line and "driver 580.95.05" in line
 
 
 @pytest.mark.parametrize(
     ("gpu", "version"),
-    [("A100-40GB", "0.20.2"), ("A100-80GB", "0.19.1")],
+    [("A100-40GB", "0.19.1"), ("A100-80GB", "0.15.1")],
     ids=["same GPU, another release", "same release, another GPU"],
 )
 def test_a_calibration_never_reaches_another_gpu_or_release(
@@ -133,5 +155,5 @@ def test_recording_twice_keeps_every_observation_and_the_largest_figures(
     main(["verify", "--config", str(stack), "--logs", str(logs), "--record", str(recorded)])
     capsys.readouterr()
     (entry,) = yaml.safe_load(recorded.read_text())["calibrations"]
-    assert len(entry["observed"]) == 4
+    assert len(entry["observed"]) == 2
     assert entry["context_mib"] == 604  # (39.39 - 38.80) GiB: the larger of the two

@@ -21,7 +21,7 @@ SELECTOR = {
 }
 METRICS = (
     "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n# TYPE vllm:cache_config_info gauge\n"
-    'vllm:cache_config_info{block_size="16",engine="0",gpu_memory_utilization="0.9",num_gpu_blocks="8810"} 1.0\n'
+    'vllm:cache_config_info{block_size="16",engine="0",gpu_memory_utilization="0.9",num_gpu_blocks="9871"} 1.0\n'
 )
 
 
@@ -62,7 +62,7 @@ def test_the_current_pod_of_each_pair_is_read_log_metrics_and_node(
     servers = {s["server"]: s for s in view["servers"]}
     assert servers["chat-llm"]["source"] == "colo/chat-7c9b-new container llm"
     terms = {t["term"]: t for t in servers["chat-llm"]["terms"]}
-    assert terms["num_gpu_blocks"]["observed"] == 8810  # from /metrics through the service proxy
+    assert terms["num_gpu_blocks"]["observed"] == 9871  # from /metrics through the service proxy
     paths = [path for path, _ in cluster.requests]
     assert "/api/v1/namespaces/colo/services/chat-llm/proxy/metrics" in paths
     logs = {query["container"][0]: query for path, query in cluster.requests if path.endswith("/log")}
@@ -82,9 +82,9 @@ def test_record_takes_the_gpu_and_driver_from_the_node(
     main(["verify", "--config", str(stack), "--kubeconfig", str(kubeconfig), "--record", str(calibration)])
     capsys.readouterr()
     (entry,) = yaml.safe_load(calibration.read_text())["calibrations"]
-    llm = next(o for o in entry["observed"] if o["server"] == "chat/llm")
-    assert (llm["gpu_name"], llm["driver"]) == ("NVIDIA-A100-SXM4-40GB", "580.95.05")
-    assert llm["source"] == "colo/chat-7c9b-new container llm"
+    (embedder,) = entry["observed"]
+    assert (embedder["gpu_name"], embedder["driver"]) == ("NVIDIA-A100-SXM4-40GB", "580.95.05")
+    assert embedder["source"] == "colo/chat-7c9b-new container embedding"
 
 
 def test_previous_reads_the_crashed_run_and_says_when_it_holds_no_startup_lines(
