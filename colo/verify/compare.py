@@ -19,7 +19,7 @@ from colo.catalog import GIB
 from colo.plan.budget import ProcessBudget, geometry_for
 from colo.verify.metrics import CacheConfigInfo
 from colo.verify.startup_log import StartupLog
-from colo.verify.terms import TERM, TERMS, Term
+from colo.verify.terms import TERMS, Term
 
 Value = float | int | str
 
@@ -82,7 +82,7 @@ def _gib(value: int) -> float:
     return round(value / GIB, 2)
 
 
-def _same_release(planned: str, observed: str) -> bool:
+def same_release(planned: str, observed: str) -> bool:
     """A development build counts as the release it leads to (0.20.2rc1.dev129 -> 0.20.2)."""
     try:
         return Version(planned).base_version == Version(observed).base_version
@@ -155,7 +155,7 @@ def observed_figures(log: StartupLog, cache: CacheConfigInfo | None) -> dict[str
 
 def _within(term: Term, planned: Value, observed: Value) -> bool:
     if term.key == "release":
-        return _same_release(str(planned), str(observed))
+        return same_release(str(planned), str(observed))
     if term.tolerance is None or isinstance(planned, str) or isinstance(observed, str):
         return planned == observed
     return term.tolerance.allows(float(planned), float(observed))
@@ -191,6 +191,3 @@ def overall(checks: list[ServerCheck]) -> Verdict:
     if Verdict.PLAN_WRONG in verdicts:
         return Verdict.PLAN_WRONG
     return Verdict.UNREADABLE if Verdict.UNREADABLE in verdicts else Verdict.WITHIN
-
-
-__all__ = ["TERM", "ServerCheck", "TermResult", "Verdict", "compare", "overall"]

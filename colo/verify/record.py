@@ -21,7 +21,7 @@ from colo.catalog import GIB, MIB
 from colo.catalog.vllm_rules import constants
 from colo.plan.calibration import FIGURES, Calibration, CalibrationEntry, Observation, resolve
 from colo.plan.pair import Server
-from colo.verify.compare import _same_release
+from colo.verify.compare import same_release
 from colo.verify.readings import ServerReading
 from colo.verify.startup_log import StartupLog
 
@@ -129,7 +129,7 @@ def record(
     recorded, skipped = [], []
     for item in items:
         version = item.server.vllm_version
-        if item.log.vllm_version and not _same_release(version, item.log.vllm_version):
+        if item.log.vllm_version and not same_release(version, item.log.vllm_version):
             skipped.append(
                 f"{item.server.name}: its log is from vLLM {item.log.vllm_version}, the plan's {version}"
             )
