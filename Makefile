@@ -22,7 +22,7 @@ test: $(STAMP)
 	$(BIN)/ruff check colo tests bench __main__.py
 	$(BIN)/ruff format --check colo tests bench __main__.py
 	$(BIN)/mypy
-	$(BIN)/pytest -q -n 2
+	$(BIN)/pytest -q -n 2 --dist loadgroup
 
 ## Accuracy and speed benchmarks (not part of the test suite).
 bench: $(STAMP)
