@@ -36,7 +36,7 @@ class Step:
     op: str  # same, create, update, replace, delete, ...
     urn: str
     type: str
-    diffs: tuple[str, ...]  # top-level input keys that differ from the last deployment
+    diffs: tuple[str, ...]  # property paths that differ from the last deployment, e.g. spec.template
     replace_keys: tuple[str, ...]  # the keys that force a replacement, when op is a replace
 
     @property
@@ -78,7 +78,8 @@ class _Recorder:
                     op=str(meta.op.value),
                     urn=meta.urn,
                     type=meta.type,
-                    diffs=tuple(meta.diffs or ()),
+                    # The provider's detailed diff names the changed paths; `diffs` is often left empty.
+                    diffs=tuple(sorted({*(meta.diffs or ()), *(meta.detailed_diff or {})})),
                     replace_keys=tuple(meta.keys or ()),
                 )
             )
