@@ -50,3 +50,13 @@ class InfeasiblePlanError(ColoError):
 
     def __init__(self, problems: list[Problem]) -> None:
         super().__init__(problems, "the plan does not fit; nothing was deployed:")
+
+
+class ModelsFileError(ConfigError):
+    """A `colo pack --models` file is invalid (each problem names its key): nothing was searched."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__(problems)
+        count = len(problems)
+        self.heading = f"invalid models file ({count} problem{'s' if count != 1 else ''}):"
+        self.args = (self.render(),)

@@ -25,12 +25,16 @@ def schema_choices(literal: Any) -> tuple[str, ...]:
     return tuple(str(value) for value in get_args(literal))
 
 
-def add_stack_arguments(parser: argparse.ArgumentParser, *, side: str | None = None) -> None:
-    """--stack or --config, one of them required; `side` names which side of a comparison they choose."""
+def add_stack_arguments(
+    parser: argparse.ArgumentParser, *, side: str | None = None
+) -> argparse._MutuallyExclusiveGroup:
+    """--stack or --config, one of them required; `side` names which side of a comparison they choose.
+    The group is returned so that a command can offer one more source in its place (pack's --models)."""
     prefix = f"{side}: " if side else ""
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--stack", help=f"{prefix}a stack in stacks/ (Pulumi.<stack>.yaml)")
     group.add_argument("--config", type=Path, help=f"{prefix}any file shaped like a Pulumi stack file")
+    return group
 
 
 def read_stack_file(args: argparse.Namespace, root: Path = REPO_ROOT) -> StackFile:
