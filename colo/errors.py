@@ -35,6 +35,16 @@ class ConfigError(ColoError):
         super().__init__(problems, f"invalid stack config ({count} problem{'s' if count != 1 else ''}):")
 
 
+class ArgumentsError(ConfigError):
+    """Command-line arguments are invalid (each problem names its flag): nothing was sized."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__(problems)
+        count = len(problems)
+        self.heading = f"invalid arguments ({count} problem{'s' if count != 1 else ''}):"
+        self.args = (self.render(),)
+
+
 class InfeasiblePlanError(ColoError):
     """The config is valid but some GPU does not fit: nothing is deployed."""
 
@@ -47,3 +57,13 @@ class UsageError(ColoError):
 
     def __init__(self, problems: list[Problem]) -> None:
         super().__init__(problems, "refused; nothing was written:")
+
+
+class ModelsFileError(ConfigError):
+    """A `colo pack --models` file is invalid (each problem names its key): nothing was searched."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__(problems)
+        count = len(problems)
+        self.heading = f"invalid models file ({count} problem{'s' if count != 1 else ''}):"
+        self.args = (self.render(),)

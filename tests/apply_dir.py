@@ -3,8 +3,9 @@
 kubectl reads the .yaml, .yml and .json files of a directory (k8s.io/cli-runtime pkg/resource
 FileExtensions) and decodes every document in them into an object with apiVersion and kind; any other
 file or folder has no place in it. Each object must also pass kubernetes-validate --strict against the
-schemas of the Kubernetes release colo targets. kubectl's own client-side dry run needs an API server for
-discovery, so this is the check that runs offline.
+schemas of the Kubernetes release colo targets, or, for the Prometheus operator's kinds (which it has no
+schema for), the schema of their CRD (tests/components/crd_schemas). kubectl's own client-side dry run
+needs an API server for discovery, so this is the check that runs offline.
 
 `python -m tests.apply_dir DIR...` prints the result for each directory.
 """
@@ -16,7 +17,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import yaml
+
+from tests.components.crd_schemas import assert_valid_custom_resource, is_custom_resource
 
 KUBECTL_EXTENSIONS = (".yaml", ".yml", ".json")
 KUBERNETES_VERSION = "1.34.0"
@@ -56,13 +60,24 @@ def apply_directory_problems(directory: Path) -> list[str]:
     problems = [p for entry in entries for p in _file_problems(entry, entry.name)]
     if problems:
         return problems
+    custom = [e for e in entries if any(is_custom_resource(doc) for doc in _documents(e))]
+    for entry in custom:
+        for doc in _documents(entry):
+            try:
+                assert_valid_custom_resource(doc)
+            except jsonschema.ValidationError as exc:
+                problems.append(f"{entry.name}: its CRD's schema refuses it: {exc.message}")
+    built_in = [str(e) for e in entries if e not in custom]
     result = subprocess.run(
-        [_kubernetes_validate(), "--strict", "--quiet", "-k", KUBERNETES_VERSION, *map(str, entries)],
+        [_kubernetes_validate(), "--strict", "--quiet", "-k", KUBERNETES_VERSION, *built_in],
         capture_output=True,
         text=True,
         check=False,
     )
-    return [] if result.returncode == 0 else [f"kubernetes-validate: {result.stdout}{result.stderr}"]
+    output = result.stdout + result.stderr
+    if result.returncode != 0 or "Couldn't find schema" in output:
+        problems.append(f"kubernetes-validate: {output}")
+    return problems
 
 
 def objects_in(directory: Path) -> list[dict[str, Any]]:
@@ -80,7 +95,7 @@ def report(directory: Path) -> str:
     counted = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
     return (
         f"{directory}: {len(files)} files, every one a kubectl-readable object that passes "
-        f"kubernetes-validate --strict ({KUBERNETES_VERSION}), nothing else there: {counted}"
+        f"kubernetes-validate --strict ({KUBERNETES_VERSION}) or its CRD's schema, nothing else there: {counted}"
     )
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from colo.catalog.quantization import UNQUANTIZED, QuantizationScheme
+
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "fp8": 1}
 
 
@@ -40,6 +42,19 @@ class MlaGeometry:
 
 
 @dataclass(frozen=True)
+class VisionGeometry:
+    """What vLLM's encoder profiling pass keeps alive for one maximum-size image (Qwen-VL style towers)."""
+
+    patch_size: int
+    temporal_patch_size: int
+    spatial_merge_size: int
+    in_channels: int
+    out_hidden_size: int
+    deepstack_layers: int = 0  # deepstack_visual_indexes: extra encoder outputs handed to the decoder
+    modalities: tuple[str, ...] = ("image",)
+
+
+@dataclass(frozen=True)
 class ModelArchitecture:
     model_id: str
     architecture: str
@@ -52,6 +67,11 @@ class ModelArchitecture:
     vocab_size: int
     max_position_embeddings: int
     dtype: str = "bfloat16"
+    # vLLM's derived maximum length (`_get_and_verify_max_len`): the smallest length key of the config, times
+    # a RoPE scaling factor; the key it came from; the config's own model_max_length, which may allow more.
+    derived_max_model_len: float | None = None  # None: max_position_embeddings
+    max_model_len_key: str = "max_position_embeddings"
+    model_max_length: int | None = None
     tie_word_embeddings: bool = False
     attention_bias: bool = False
     attn_output_gate: bool = False  # q_proj also emits a per-head output gate (Qwen3-Next, Qwen3.5/3.6)
@@ -70,10 +90,14 @@ class ModelArchitecture:
     mla: MlaGeometry | None = None
     mtp_layers: int = 0
     vision_parameters: int = 0
+    vision: VisionGeometry | None = None
     rotary_dim: int | None = None  # partial rotary embeddings cache fewer dimensions
+    # vLLM's name for the quantization method ("none": full precision). From config.json it is the method the
+    # checkpoint declares; colo.catalog.quant_methods.resolve_architecture sets what a release and GPU run.
     quantization: str = "none"
-    quant_group_size: int = 128
-    unquantized_modules: tuple[str, ...] = ()
+    quant_scheme: QuantizationScheme = UNQUANTIZED  # the checkpoint's block: formats, targets, ignore list
+    quantization_flag: str | None = None  # `--quantization` as given (None: vLLM reads the checkpoint)
+    model_type: str = ""  # config.json model_type: some overrides depend on it (gpt_oss)
     checkpoint_bytes: int | None = None  # exact bytes of the weights when read from safetensors headers
     checkpoint_bytes_by_part: Mapping[str, int] = field(default_factory=dict)
     source: str = ""
@@ -83,11 +107,19 @@ class ModelArchitecture:
         return DTYPE_BYTES.get(self.dtype, 2)
 
     @property
+    def max_model_len_limit(self) -> float:
+        return (
+            self.max_position_embeddings if self.derived_max_model_len is None else self.derived_max_model_len
+        )
+
+    @property
     def is_hybrid_linear(self) -> bool:
         return self.linear_attention_layers > 0
 
     def with_quantization(self, quantization: str) -> ModelArchitecture:
-        return replace(self, quantization=quantization)
+        """The model served with `--quantization quantization`: vLLM checks the name against the checkpoint's
+        block, or quantizes a full-precision checkpoint at load (colo.catalog.quant_methods)."""
+        return replace(self, quantization=quantization, quantization_flag=quantization)
 
 
 class ArchitectureError(ValueError):

@@ -20,20 +20,14 @@ from colo.catalog.architecture import (
     MlaGeometry,
     ModelArchitecture,
     MoeGeometry,
+    VisionGeometry,
 )
+from colo.catalog.quant_config import read_quantization
+from colo.catalog.quantization import UNQUANTIZED, QuantizationScheme
 
 ENCODER_ONLY_NAMES = ("Roberta", "Bert", "XLMRoberta")
 LINEAR_LAYER_TYPES = ("linear_attention", "mamba", "gated_deltanet")
 SLIDING_LAYER_TYPES = ("sliding_attention", "local_attention", "chunked_attention")
-DEFAULT_QUANT_GROUP = 128
-NVFP4_GROUP = 16  # one fp8 scale per 16 values
-# quant_method spellings that load the same way as a method colo sizes
-QUANT_METHOD_ALIASES = {
-    "awq_marlin": "awq",
-    "gptq_marlin": "gptq",
-    "modelopt": "nvfp4",
-    "modelopt_fp4": "nvfp4",
-}
 
 
 @dataclass(frozen=True)
@@ -87,10 +81,12 @@ class AttentionVariants:
 
 
 @dataclass(frozen=True)
-class QuantizationScheme:
-    method: str
-    group_size: int
-    unquantized_modules: tuple[str, ...]
+class ContextLimit:
+    """The longest max_model_len vLLM accepts without VLLM_ALLOW_LONG_MAX_MODEL_LEN, and where it came from."""
+
+    derived: float  # an int unless a RoPE factor multiplied it (vLLM then prints e.g. 131072.0)
+    key: str
+    model_max_length: int | None
 
 
 def _need(cfg: Mapping[str, Any], *keys: str) -> Any:
@@ -270,43 +266,108 @@ def vision_parameters(config: HfConfig, text_hidden: int) -> int:
     return depth * per_block + channels * temporal * patch * patch * hidden + merger
 
 
-def _compressed_tensors(qc: Mapping[str, Any], group: int, ignored: tuple[str, ...]) -> QuantizationScheme:
-    """compressed-tensors names its scheme per group of layers: 8-bit floats load as fp8, 4-bit as GPTQ."""
-    for group_cfg in (qc.get("config_groups") or {}).values():
-        weights = group_cfg.get("weights") or {}
-        if weights.get("type") == "float" and weights.get("num_bits") == 8:
-            return QuantizationScheme("fp8", group, ignored)
-        if weights.get("num_bits") == 4:
-            return QuantizationScheme("gptq", int(weights.get("group_size") or DEFAULT_QUANT_GROUP), ignored)
-    return QuantizationScheme("fp8", group, ignored)
+def quantization_scheme(
+    config: HfConfig, side_files: Mapping[str, Mapping[str, Any]] | None = None
+) -> QuantizationScheme:
+    """The checkpoint's quantization block, where vLLM looks for it: config.json's `quantization_config` (or the
+    older `compression_config`), else its text_config's (multimodal), else hf_quant_config.json (ModelOpt) or
+    quantize_config.json (GPTQ) beside it (`vllm 0.14.0 model_executor/model_loader/weight_utils.py::
+    get_quant_config`). Which release finds which is colo.catalog.quant_methods' concern."""
+    top, text = config.top, config.text
+    for key in ("quantization_config", "compression_config"):
+        if top.get(key):
+            return read_quantization(top[key], "config.json")
+    if text is not top and text.get("quantization_config"):
+        return read_quantization(text["quantization_config"], "text_config")
+    files = side_files or {}
+    if files.get("hf_quant_config.json"):
+        return read_quantization(files["hf_quant_config.json"], "hf_quant_config.json")
+    if files.get("quantize_config.json"):
+        block = {"quant_method": "gptq", **files["quantize_config.json"]}
+        return read_quantization(block, "quantize_config.json")
+    return UNQUANTIZED
 
 
-def quantization_scheme(config: HfConfig) -> QuantizationScheme:
-    top = config.top
-    qc = (top if "quantization_config" in top else config.text).get("quantization_config") or {}
-    if not qc:
-        return QuantizationScheme("none", DEFAULT_QUANT_GROUP, ())
-    method = str(qc.get("quant_method", "")).lower()
-    ignored = tuple(qc.get("modules_to_not_convert") or qc.get("ignored_layers") or qc.get("ignore") or ())
-    group = int(
-        qc.get("group_size")
-        or (qc.get("weight_block_size") or [DEFAULT_QUANT_GROUP])[0]
-        or DEFAULT_QUANT_GROUP
+# vllm 0.8.0 config.py::_get_and_verify_max_len .. 0.33.0 config/model.py: possible_keys, in this order
+MAX_LEN_KEYS = (
+    "max_position_embeddings",
+    "n_positions",
+    "max_seq_len",
+    "seq_length",
+    "model_max_length",
+    "max_target_positions",
+    "max_sequence_length",
+    "max_seq_length",
+    "seq_len",
+)
+UNSCALED_ROPE_TYPES = ("su", "longrope", "llama3")  # their factor is not applied to the derived length
+DEFAULT_MAX_LEN = 2048  # "Assuming the model's maximum length is 2048"
+
+
+def _rope_entries(cfg: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """`rope_scaling` (<= 0.19) or `rope_parameters` (0.20+), one mapping or one per layer type."""
+    rope = cfg.get("rope_parameters") or cfg.get("rope_scaling")
+    if not isinstance(rope, Mapping) or "gemma3" in str(cfg.get("model_type", "")):
+        return []
+    nested = bool(rope) and all(isinstance(v, Mapping) for v in rope.values())
+    return list(rope.values()) if nested else [rope]
+
+
+def _rope_factor(cfg: Mapping[str, Any], derived: float) -> float:
+    """Every RoPE type but su, longrope and llama3 multiplies the length by its factor; yarn starts from
+    original_max_position_embeddings."""
+    factor: float | None = None
+    for params in _rope_entries(cfg):
+        kind = params.get("rope_type") or params.get("type")
+        if kind in UNSCALED_ROPE_TYPES or (kind in (None, "default") and "factor" not in params):
+            continue
+        factor = float(params.get("factor") or 1.0)
+        if kind == "yarn" and params.get("original_max_position_embeddings"):
+            derived = int(params["original_max_position_embeddings"])
+    return derived * factor if factor is not None else derived
+
+
+def context_limit(config: HfConfig) -> ContextLimit:
+    """vLLM's derived max_model_len: the smallest length key of the text config, scaled by RoPE."""
+    cfg = config.text
+    present = [(key, cfg[key]) for key in MAX_LEN_KEYS if isinstance(cfg.get(key), int | float)]
+    key, derived = min(present, key=lambda item: item[1]) if present else ("default", DEFAULT_MAX_LEN)
+    mml = cfg.get("model_max_length")
+    return ContextLimit(_rope_factor(cfg, derived), key, int(mml) if isinstance(mml, int | float) else None)
+
+
+def vision_geometry(config: HfConfig, text_hidden: int) -> VisionGeometry | None:
+    """The tower's patch geometry, where it has one (a `vision_config` with a patch size)."""
+    vision = config.top.get("vision_config")
+    if not isinstance(vision, Mapping) or not vision.get("hidden_size"):
+        return None
+    temporal = int(vision.get("temporal_patch_size") or 1)
+    return VisionGeometry(
+        patch_size=int(vision.get("patch_size") or 14),
+        temporal_patch_size=temporal,
+        spatial_merge_size=int(vision.get("spatial_merge_size") or 1),
+        in_channels=int(vision.get("in_channels") or vision.get("num_channels") or 3),
+        out_hidden_size=int(vision.get("out_hidden_size") or text_hidden),
+        deepstack_layers=len(vision.get("deepstack_visual_indexes") or ()),
+        modalities=("image", "video") if temporal > 1 else ("image",),
     )
-    if method == "compressed-tensors":
-        return _compressed_tensors(qc, group, ignored)
-    name = QUANT_METHOD_ALIASES.get(method, method) or "none"
-    return QuantizationScheme(name, NVFP4_GROUP if name == "nvfp4" else group, ignored)
 
 
-def from_hf_config(raw: Mapping[str, Any], model_id: str, source: str = "") -> ModelArchitecture:
-    """Build the geometry from a config.json mapping (multimodal configs: the text_config is used)."""
+def from_hf_config(
+    raw: Mapping[str, Any],
+    model_id: str,
+    source: str = "",
+    side_files: Mapping[str, Mapping[str, Any]] | None = None,
+) -> ModelArchitecture:
+    """Build the geometry from a config.json mapping (multimodal configs: the text_config is used);
+    `side_files` holds hf_quant_config.json or quantize_config.json when the checkpoint has one."""
     config = HfConfig.of(raw)
     dims = dimensions(config)
     kinds = layer_kinds(config, dims.num_layers)
     attention = attention_variants(config, dims.head_dim, kinds)
-    quantization = quantization_scheme(config)
+    quantization = quantization_scheme(config, side_files)
     encoder_only = is_encoder_only(config)
+    limit = context_limit(config)
     return ModelArchitecture(
         model_id=model_id,
         architecture=config.architecture,
@@ -318,6 +379,9 @@ def from_hf_config(raw: Mapping[str, Any], model_id: str, source: str = "") -> M
         intermediate_size=dims.intermediate_size,
         vocab_size=dims.vocab_size,
         max_position_embeddings=dims.max_position_embeddings,
+        derived_max_model_len=limit.derived,
+        max_model_len_key=limit.key,
+        model_max_length=limit.model_max_length,
         dtype=dims.dtype,
         tie_word_embeddings=dims.tie_word_embeddings,
         attention_bias=attention.attention_bias,
@@ -335,9 +399,10 @@ def from_hf_config(raw: Mapping[str, Any], model_id: str, source: str = "") -> M
         mla=mla_geometry(config),
         mtp_layers=mtp_layers(config),
         vision_parameters=vision_parameters(config, dims.hidden_size),
+        vision=vision_geometry(config, dims.hidden_size),
         rotary_dim=attention.rotary_dim,
         quantization=quantization.method,
-        quant_group_size=quantization.group_size,
-        unquantized_modules=quantization.unquantized_modules,
+        quant_scheme=quantization,
+        model_type=str(config.top.get("model_type") or config.text.get("model_type") or ""),
         source=source,
     )

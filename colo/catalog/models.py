@@ -14,7 +14,9 @@ import yaml
 
 from colo.catalog.architecture import ModelArchitecture
 from colo.catalog.hf_config import from_hf_config
-from colo.catalog.safetensors import read_local_headers, tensor_bytes_by_part
+from colo.catalog.safetensors import read_index, read_local_headers, tensor_bytes_by_part
+
+SIDE_FILES = ("hf_quant_config.json", "quantize_config.json")  # quantization blocks beside config.json
 
 
 def _merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
@@ -57,28 +59,46 @@ def catalog_architecture(model_id: str) -> ModelArchitecture:
     if model_id not in entries:
         raise KeyError(model_id)
     entry = entries[model_id]
-    arch = from_hf_config(_resolved_config(model_id), model_id, source=str(entry["source"]))
+    side_files = {name: entry[key] for name in SIDE_FILES if (key := name.removesuffix(".json")) in entry}
+    arch = from_hf_config(
+        _resolved_config(model_id), model_id, source=str(entry["source"]), side_files=side_files
+    )
     exact = entry.get("checkpoint_bytes")
     if exact:
-        # Exact tensor bytes of a text-only checkpoint. The untied lm_head is its own part because
-        # embedding servers do not load it.
-        lm_head = 0 if arch.tie_word_embeddings else arch.vocab_size * arch.hidden_size * arch.dtype_bytes
-        parts = {"model": int(exact) - lm_head, "lm_head": lm_head}
-        arch = replace(arch, checkpoint_bytes=int(exact), checkpoint_bytes_by_part=parts)
+        arch = _with_total_size(arch, int(exact))
     return arch
+
+
+def _with_total_size(arch: ModelArchitecture, total: int) -> ModelArchitecture:
+    """Exact tensor bytes from an index's total_size: the untied lm_head (kept in the model dtype by every method
+    colo sizes) is its own part because embedding servers do not load it; any MTP layers are inside `model`,
+    and the estimate takes their geometry out when they are not loaded."""
+    lm_head = 0 if arch.tie_word_embeddings else arch.vocab_size * arch.hidden_size * arch.dtype_bytes
+    parts = {"model": total - lm_head, "lm_head": lm_head}
+    return replace(arch, checkpoint_bytes=total, checkpoint_bytes_by_part=parts)
+
+
+def _side_files(directory: Path) -> dict[str, dict[str, Any]]:
+    return {
+        name: json.loads((directory / name).read_text())
+        for name in SIDE_FILES
+        if (directory / name).is_file()
+    }
 
 
 def architecture_from_path(path: Path, model_id: str) -> ModelArchitecture:
     """A config.json file, or a model directory holding config.json (and *.safetensors for exact bytes)."""
     config_file = path / "config.json" if path.is_dir() else path
     raw = json.loads(config_file.read_text())
-    arch = from_hf_config(raw, model_id, source=str(config_file))
-    if path.is_dir():
-        headers = read_local_headers(path)
-        if headers:
-            parts = tensor_bytes_by_part(headers)
-            arch = replace(arch, checkpoint_bytes=sum(parts.values()), checkpoint_bytes_by_part=parts)
-    return arch
+    arch = from_hf_config(raw, model_id, source=str(config_file), side_files=_side_files(config_file.parent))
+    if not path.is_dir():
+        return arch
+    headers = read_local_headers(path)
+    if headers:
+        parts = tensor_bytes_by_part(headers, arch.num_layers)
+        return replace(arch, checkpoint_bytes=sum(parts.values()), checkpoint_bytes_by_part=parts)
+    index = read_index(path)  # configs downloaded without the weights: the index still gives the exact total
+    return _with_total_size(arch, int(index["metadata"]["total_size"])) if index else arch
 
 
 def architecture_from_mapping(

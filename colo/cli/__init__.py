@@ -1,4 +1,4 @@
-"""`colo` command line: plan, estimate, render, diff, preflight. Each command lives in its own module."""
+"""`colo` command line: plan, estimate, render, diff, preflight, pack. Each command lives in its own module."""
 
 from __future__ import annotations
 
@@ -20,9 +20,17 @@ COMMANDS = {
         "run the program under Pulumi's mock runtime and write its Kubernetes YAML",
     ),
     "diff": ("colo.cli.diff_cmd", "compare the plan and manifests of two configs, as markdown for a PR"),
+    "verify": (
+        "colo.cli.verify_cmd",
+        "hold the plan against what each vLLM server reported at startup (logs, /metrics)",
+    ),
     "preflight": (
         "colo.cli.preflight_cmd",
         "check the AWS side (cluster, instance type, S3 models) with boto3",
+    ),
+    "pack": (
+        "colo.cli.pack_cmd",
+        "find the cheapest instance type and pairing that hold a list of models (or a stack's pairs)",
     ),
 }
 

@@ -26,8 +26,11 @@ def schema_choices(literal: Any) -> tuple[str, ...]:
     return tuple(str(value) for value in get_args(literal))
 
 
-def add_stack_arguments(parser: argparse.ArgumentParser, *, side: str | None = None) -> None:
-    """--stack or --config, one of them required; `side` names which side of a comparison they choose."""
+def add_stack_arguments(
+    parser: argparse.ArgumentParser, *, side: str | None = None
+) -> argparse._MutuallyExclusiveGroup:
+    """--stack or --config, one of them required; `side` names which side of a comparison they choose.
+    The group is returned so that a command can offer one more source in its place (pack's --models)."""
     prefix = f"{side}: " if side else ""
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--stack", help=f"{prefix}a stack of the project (stacks/Pulumi.<stack>.yaml)")
@@ -38,6 +41,7 @@ def add_stack_arguments(parser: argparse.ArgumentParser, *, side: str | None = N
         help="run as if started in this directory, like the Pulumi CLI's --cwd: the project is the nearest "
         "Pulumi.yaml from there up (default: the working directory)",
     )
+    return group
 
 
 def read_stack_file(args: argparse.Namespace) -> StackFile:

@@ -1,5 +1,5 @@
 """NVIDIA's device plugin as plain objects (namespace, ConfigMap, DaemonSet), so `colo render` can show them.
-Its namespace admits no ingress: the plugin serves kubelet over a unix socket, nothing over the network.
+Its pods admit no ingress: the plugin serves kubelet over a unix socket, nothing over the network.
 
 Its Helm chart cannot be rendered offline; this mirrors the upstream static manifest
 (deployments/static/nvidia-device-plugin.yml) plus the config file the chart would mount. Time-slicing
@@ -76,11 +76,16 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
             f"{name}-deny-ingress",
             namespace=namespace.metadata.name,
             labels=self._args.labels,
+            selector=self._selector(name),
             opts=pulumi.ResourceOptions(parent=self),
         )
         config_map = self._define_config(name, namespace.metadata.name)
         self._define_daemon_set(name, namespace.metadata.name, config_map.metadata.name)
         self.register_outputs({"resource_name": self.resource_name})
+
+    @staticmethod
+    def _selector(name: str) -> dict[str, str]:
+        return {"app.kubernetes.io/name": "nvidia-device-plugin", "app.kubernetes.io/instance": name}
 
     def _define_namespace(self, name: str) -> k8s.core.v1.Namespace:
         # hostPath for the kubelet's device-plugin socket is only allowed at the privileged level, which is
@@ -110,7 +115,7 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
     def _define_daemon_set(
         self, name: str, namespace: pulumi.Input[str], config_map: pulumi.Input[str]
     ) -> k8s.apps.v1.DaemonSet:
-        selector = {"app.kubernetes.io/name": "nvidia-device-plugin", "app.kubernetes.io/instance": name}
+        selector = self._selector(name)
         container = k8s.core.v1.ContainerArgs(
             name="nvidia-device-plugin",
             image=IMAGE,

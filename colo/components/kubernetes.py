@@ -5,11 +5,13 @@ from __future__ import annotations
 import pulumi
 
 from colo.components.containers import SecretRef
+from colo.components.dcgm_exporter import DcgmExporter, DcgmExporterArgs
 from colo.components.device_plugin import DevicePluginArgs, NvidiaDevicePlugin
 from colo.components.gpu_claim import GpuClaimTemplate, GpuClaimTemplateArgs
 from colo.components.gpu_pairing import PAIRING, PairingContext
 from colo.components.labels import pair_labels, pair_selector, pairs_selector, standard_labels
 from colo.components.model_store import ModelStore, ModelStoreArgs
+from colo.components.monitoring import ServerMonitoring, ServerMonitoringArgs, scrape_annotations
 from colo.components.namespace import Namespace, NamespaceArgs
 from colo.components.network_policy import policy_peer
 from colo.components.pair import CoLocatedPair, CoLocatedPairArgs
@@ -57,8 +59,9 @@ def declare_kubernetes(
         for env in spec.secret_env
     ]
 
+    plugin = None
     if spec.device_plugin is not None:
-        NvidiaDevicePlugin(
+        plugin = NvidiaDevicePlugin(
             "nvidia-device-plugin",
             DevicePluginArgs(
                 namespace=spec.device_plugin.namespace,
@@ -112,7 +115,49 @@ def declare_kubernetes(
                 model_claim=store.claim_name,
                 scripts_config_map=scripts.config_map_name if scripts else None,
                 secrets=secret_refs,
-                ingress_from=[policy_peer(peer, spec.namespace) for peer in spec.ingress_from],
+                ingress_from=[
+                    policy_peer(peer, spec.namespace) for peer in (*spec.ingress_from, *spec.scrape_from)
+                ],
+                pod_annotations=scrape_annotations(spec.monitoring),
             ),
             opts,
+        )
+    declare_monitoring(spec, ns, opts, plugin)
+
+
+def declare_monitoring(
+    spec: KubernetesSpec,
+    namespace: pulumi.Output[str],
+    opts: pulumi.ResourceOptions,
+    plugin: NvidiaDevicePlugin | None,
+) -> None:
+    """Scraping, alerts and dashboard of the servers; the DCGM exporter beside colo's device plugin."""
+    monitoring = spec.monitoring
+    if monitoring.prometheus_operator or monitoring.dashboard_namespace is not None:
+        ServerMonitoring(
+            "monitoring",
+            ServerMonitoringArgs(
+                spec=monitoring,
+                instance=spec.instance,
+                namespace=namespace,
+                namespace_name=spec.namespace,
+                pod_selector=pairs_selector(spec),
+                labels=standard_labels(spec, "monitoring"),
+            ),
+            opts,
+        )
+    if monitoring.dcgm_exporter is not None and plugin is not None:
+        DcgmExporter(
+            "dcgm-exporter",
+            DcgmExporterArgs(
+                plan=monitoring.dcgm_exporter,
+                tolerations=list(spec.tolerations),
+                labels=standard_labels(spec, "dcgm-exporter"),
+                scrape_annotations=scrape_annotations(monitoring),
+                pod_monitor_labels=monitoring.monitor_labels if monitoring.prometheus_operator else None,
+                scrape_from=[
+                    policy_peer(peer, monitoring.dcgm_exporter.namespace) for peer in spec.scrape_from
+                ],
+            ),
+            pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[plugin])),
         )

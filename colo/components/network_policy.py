@@ -1,5 +1,6 @@
 """NetworkPolicies: a pair's admits ingress only to its servers' ports, only from the sources the plan
-names; the device plugin's namespace admits none (the plugin talks to kubelet over a socket on the node).
+names; the DCGM exporter's only from where Prometheus runs; the device plugin's none (the plugin talks to
+kubelet over a socket on the node).
 
 vLLM's API has no authentication of its own unless an API key is set, so the servers are otherwise open
 to every pod of the cluster. Traffic from the node itself (kubelet probes) and within the pod (the start
@@ -38,35 +39,38 @@ def ingress_policy(
     sources: list[k8s.networking.v1.NetworkPolicyPeerArgs],
     opts: pulumi.ResourceOptions,
 ) -> k8s.networking.v1.NetworkPolicy:
-    """Selects the pair's pods; with Ingress in policyTypes, anything the one rule does not admit is refused."""
+    """Selects the pods; with Ingress in policyTypes, anything the one rule does not admit is refused. With
+    no sources there is no rule at all: a rule with an empty `from` would admit every source."""
+    rule = k8s.networking.v1.NetworkPolicyIngressRuleArgs(
+        from_=sources,
+        ports=[k8s.networking.v1.NetworkPolicyPortArgs(port=port, protocol="TCP") for port in ports],
+    )
     return k8s.networking.v1.NetworkPolicy(
         name,
         metadata=k8s.meta.v1.ObjectMetaArgs(name=name, namespace=namespace, labels=labels),
         spec=k8s.networking.v1.NetworkPolicySpecArgs(
             pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=selector),
             policy_types=["Ingress"],
-            ingress=[
-                k8s.networking.v1.NetworkPolicyIngressRuleArgs(
-                    from_=sources,
-                    ports=[
-                        k8s.networking.v1.NetworkPolicyPortArgs(port=port, protocol="TCP") for port in ports
-                    ],
-                )
-            ],
+            ingress=[rule] if sources else None,
         ),
         opts=opts,
     )
 
 
 def deny_all_ingress(
-    name: str, *, namespace: pulumi.Input[str], labels: dict[str, str], opts: pulumi.ResourceOptions
+    name: str,
+    *,
+    namespace: pulumi.Input[str],
+    labels: dict[str, str],
+    selector: dict[str, str],
+    opts: pulumi.ResourceOptions,
 ) -> k8s.networking.v1.NetworkPolicy:
-    """Every pod of `namespace`, with Ingress in policyTypes and no rule: nothing may connect."""
+    """The selected pods, with Ingress in policyTypes and no rule: nothing may connect to them."""
     return k8s.networking.v1.NetworkPolicy(
         name,
-        metadata=k8s.meta.v1.ObjectMetaArgs(name="deny-ingress", namespace=namespace, labels=labels),
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=name, namespace=namespace, labels=labels),
         spec=k8s.networking.v1.NetworkPolicySpecArgs(
-            pod_selector=k8s.meta.v1.LabelSelectorArgs(), policy_types=["Ingress"]
+            pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=selector), policy_types=["Ingress"]
         ),
         opts=opts,
     )

@@ -63,6 +63,9 @@ class CoLocatedPairArgs:
     scripts_config_map: pulumi.Input[str] | None
     secrets: list[SecretRef]  # what every server reads from a Secret (HF_TOKEN, VLLM_API_KEY)
     ingress_from: list[k8s.networking.v1.NetworkPolicyPeerArgs]  # who may call the servers
+    pod_annotations: dict[str, str] | None = (
+        None  # Prometheus scrape annotations (colo.components.monitoring)
+    )
 
 
 def start_gate(earlier: list[Server]) -> list[str]:
@@ -111,7 +114,11 @@ class CoLocatedPair(pulumi.ComponentResource):
             command=[*gate, *gpu.command_prefix, *VLLM_SERVE],
             args=list(server.args),
             ports=[k8s.core.v1.ContainerPortArgs(name=server.role, container_port=server.port)],
-            env=[*server_env(args.secrets), *gpu.env],
+            env=[
+                *server_env(args.secrets),
+                *gpu.env,
+                *(k8s.core.v1.EnvVarArgs(name=name, value=value) for name, value in server.env),
+            ],
             resources=k8s.core.v1.ResourceRequirementsArgs(
                 requests={"cpu": server.cpu, "memory": server.memory, **gpu.limits},
                 limits={"memory": server.memory, **gpu.limits},
@@ -170,7 +177,9 @@ class CoLocatedPair(pulumi.ComponentResource):
                 strategy=k8s.apps.v1.DeploymentStrategyArgs(type="Recreate"),
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=args.selector),
                 template=k8s.core.v1.PodTemplateSpecArgs(
-                    metadata=k8s.meta.v1.ObjectMetaArgs(labels={**args.labels, **args.selector}),
+                    metadata=k8s.meta.v1.ObjectMetaArgs(
+                        labels={**args.labels, **args.selector}, annotations=args.pod_annotations
+                    ),
                     spec=self._pod_spec(),
                 ),
             ),

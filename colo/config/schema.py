@@ -11,23 +11,81 @@ import re
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from colo.catalog.quant_methods import all_kv_cache_dtypes, all_quantization_names, check_name, quant_release
 from colo.config.cli_values import CliText
+from colo.plan.kv_cache import KV_DTYPE_BYTES
 from colo.roles import START_ORDER, Role
 
 NodeImage = Literal["al2023-nvidia", "bottlerocket-nvidia", "gpu-operator-cdi", "generic-nvidia-runtime"]
 GpuPairing = Literal["uuid-handoff", "dra", "time-slice"]
-KvCacheDtype = Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2"]
-Quantization = Literal["none", "fp8", "awq", "gptq", "compressed-tensors", "nvfp4"]
 SpeculativeMethod = Literal["mtp", "eagle", "eagle3", "ngram"]
+# vLLM's own names, for every release colo knows (colo/catalog/quant_methods.yaml); a server's pinned release
+# narrows them in ServerSpec._names_of_the_release. The CLI takes its choices from here too.
+QUANTIZATION_CHOICES = all_quantization_names()
+KV_CACHE_DTYPE_CHOICES = ("auto", *(name for name in all_kv_cache_dtypes() if name in KV_DTYPE_BYTES))
 
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
 _VERSION = re.compile(r"^\d+\.\d+\.\d+(\.\d+)?(\.post\d+)?$")
 _QUANTITY = re.compile(r"^\d+(Ki|Mi|Gi|Ti)$")
 _CPU = re.compile(r"^(\d+(\.\d+)?|\d+m)$")
+
+
+def _release_number(value: str) -> str:
+    if not _VERSION.match(value):
+        raise ValueError(f"'{value}' is not a vLLM release number; write it like 0.11.0")
+    return value
+
+
+# The limits a stack key and a `colo estimate` flag share (colo.config.estimate): each is defined once here.
+MaxModelLen = Annotated[int, Field(ge=16)]
+MaxNumSeqs = Annotated[int, Field(ge=1)]
+MmLimits = dict[str, Annotated[int, Field(ge=0)]]  # --limit-mm-per-prompt items by modality
+MaxNumBatchedTokens = Annotated[int, Field(ge=16)]
+# vLLM accepts (0, 1]: vllm 0.33.0 config/cache.py::CacheConfig (Field(gt=0, le=1)).
+GpuMemoryUtilization = Annotated[float, Field(gt=0.0, le=1.0)]
+KvCacheMemoryBytes = Annotated[int, Field(gt=0)]
+NumSpeculativeTokens = Annotated[int, Field(ge=1, le=16)]
+TensorParallelSize = Annotated[int, Field(ge=1)]
+GpuMemoryMiB = Annotated[int, Field(ge=1024)]  # no GPU under 1 GiB holds a vLLM process
+VllmVersion = Annotated[str, AfterValidator(_release_number)]
+
+
+def _a_vllm_method(value: str) -> str:
+    if value not in QUANTIZATION_CHOICES:
+        raise ValueError(
+            f"'{value}' is no vLLM quantization method; vLLM's names: {', '.join(QUANTIZATION_CHOICES)}"
+        )
+    return value
+
+
+def _a_vllm_kv_dtype(value: str) -> str:
+    if value in all_kv_cache_dtypes() and value not in KV_CACHE_DTYPE_CHOICES:
+        raise ValueError(
+            f"colo does not size vLLM's kv-cache dtype '{value}' (its layout packs values with per-block "
+            f"scales); sized: {', '.join(KV_CACHE_DTYPE_CHOICES)}"
+        )
+    if value not in all_kv_cache_dtypes():
+        raise ValueError(
+            f"'{value}' is no vLLM kv-cache dtype; vLLM's names: {', '.join(all_kv_cache_dtypes())}"
+        )
+    return value
+
+
+# vLLM's own names in some release colo mirrors; ServerSpec narrows them to the server's pinned release.
+Quantization = Annotated[str, AfterValidator(_a_vllm_method)]
+KvCacheDtype = Annotated[str, AfterValidator(_a_vllm_kv_dtype)]
 
 
 def _error(loc: tuple[str, ...], message: str, value: object = None) -> InitErrorDetails:
@@ -54,18 +112,11 @@ def require_pinned(image: str | None) -> str | None:
 class VllmImage(_Model):
     """Which vLLM runs the server. The version selects the memory rules the budget mirrors."""
 
-    version: str = "0.11.0"
+    version: VllmVersion = "0.11.0"
     image: str | None = Field(
         default=None,
         description="Container image; default vllm/vllm-openai:v<version>. Must carry a pinned tag.",
     )
-
-    @field_validator("version")
-    @classmethod
-    def _version_shape(cls, value: str) -> str:
-        if not _VERSION.match(value):
-            raise ValueError(f"'{value}' is not a vLLM release number; write it like 0.11.0")
-        return value
 
     @field_validator("image")
     @classmethod
@@ -79,7 +130,7 @@ class VllmImage(_Model):
 
 class Speculative(_Model):
     method: SpeculativeMethod
-    num_speculative_tokens: Annotated[int, Field(ge=1, le=16)] = 1
+    num_speculative_tokens: NumSpeculativeTokens = 1
 
 
 class ServerSpec(_Model):
@@ -96,19 +147,43 @@ class ServerSpec(_Model):
         description="s3://bucket/prefix/ copied into the model volume before start; omitted = the "
         "Hugging Face Hub at start-up",
     )
-    quantization: Quantization | None = None
-    kv_cache_dtype: KvCacheDtype = "auto"
-    max_model_len: Annotated[int, Field(ge=16)] | None = None
-    max_num_seqs: Annotated[int, Field(ge=1)] | None = None
-    max_num_batched_tokens: Annotated[int, Field(ge=16)] | None = None
+    quantization: Quantization | None = Field(
+        default=None,
+        description="vLLM's --quantization, by vLLM's own names for the pinned release; omitted = what the "
+        "checkpoint's config declares. Given, it must agree with that config as vLLM checks it, or name a "
+        "method that quantizes a full-precision checkpoint at load (fp8, fp8_per_tensor, ...)",
+    )
+    kv_cache_dtype: KvCacheDtype = Field(
+        default="auto", description="vLLM's --kv-cache-dtype names for the pinned release"
+    )
+    max_model_len: MaxModelLen | None = None
+    allow_long_max_model_len: bool = Field(
+        default=False,
+        description="Set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: accept a maxModelLen above the model's own limit",
+    )
+    max_num_seqs: MaxNumSeqs | None = None
+    max_num_batched_tokens: MaxNumBatchedTokens | None = None
     speculative: Speculative | None = None
+    language_model_only: bool = Field(
+        default=False,
+        description="--language-model-only (vLLM >= 0.17): no vision tower is built and no image is profiled",
+    )
+    limit_mm_per_prompt: MmLimits | None = Field(
+        default=None,
+        description="--limit-mm-per-prompt, items per prompt by modality (image, video, audio); 0 for every "
+        "modality of the tower leaves it unbuilt (vLLM >= 0.16)",
+    )
+    skip_mm_profiling: bool = Field(
+        default=False,
+        description="--skip-mm-profiling (vLLM >= 0.10.1): the vision encoder is built but not profiled",
+    )
     enforce_eager: Literal["auto"] | bool = "auto"
     cudagraph_capture_sizes: list[Annotated[int, Field(ge=1)]] | None = None
-    gpu_memory_utilization: Annotated[float, Field(gt=0.0, lt=1.0)] | None = Field(
+    gpu_memory_utilization: GpuMemoryUtilization | None = Field(
         default=None, description="Override the derived value; checked the same way"
     )
-    kv_cache_memory_bytes: Annotated[int, Field(gt=0)] | None = Field(
-        default=None, description="Override: a fixed KV pool (vLLM >= 0.10.1)"
+    kv_cache_memory_bytes: KvCacheMemoryBytes | None = Field(
+        default=None, description="Override: a fixed KV pool (vLLM >= 0.10.2)"
     )
     vllm: VllmImage = VllmImage()
     extra_args: list[CliText] = Field(default_factory=list)
@@ -156,6 +231,9 @@ class ServerSpec(_Model):
             "--port",
             "--quantization",
             "--speculative-config",
+            "--language-model-only",
+            "--limit-mm-per-prompt",
+            "--skip-mm-profiling",
         }
         for arg in value:
             flag = arg.split("=", 1)[0]
@@ -163,6 +241,42 @@ class ServerSpec(_Model):
                 key = to_camel(flag.lstrip("-").replace("-", "_"))
                 raise ValueError(f"{flag} is set by colo from the budget; use the field '{key}' instead")
         return value
+
+    @field_validator("quantization")
+    @classmethod
+    def _a_vllm_method(cls, value: str | None) -> str | None:
+        if value is not None and value not in all_quantization_names():
+            raise ValueError(
+                f"'{value}' is no vLLM quantization method; vLLM's names: {', '.join(all_quantization_names())}"
+            )
+        return value
+
+    @field_validator("kv_cache_dtype")
+    @classmethod
+    def _a_vllm_kv_dtype(cls, value: str) -> str:
+        if value in all_kv_cache_dtypes() and value != "auto" and value not in KV_DTYPE_BYTES:
+            raise ValueError(
+                f"colo does not size vLLM's kv-cache dtype '{value}' (its layout packs values with per-block scales); sized: auto, {', '.join(KV_DTYPE_BYTES)}"
+            )
+        if value not in all_kv_cache_dtypes():
+            raise ValueError(
+                f"'{value}' is no vLLM kv-cache dtype; vLLM's names: {', '.join(all_kv_cache_dtypes())}"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _names_of_the_release(self) -> ServerSpec:
+        """vLLM's argparse accepts only its release's names; whether the name fits the checkpoint is checked
+        once its config is read (colo.catalog.quant_methods.resolve_architecture)."""
+        if self.quantization is not None:
+            check_name(self.quantization, self.vllm.version)
+        dtypes = quant_release(self.vllm.version).kv_cache_dtypes
+        if self.kv_cache_dtype not in dtypes:
+            raise ValueError(
+                f"vLLM {self.vllm.version} has no kv-cache dtype '{self.kv_cache_dtype}'; it accepts: "
+                f"{', '.join(dtypes)}"
+            )
+        return self
 
     @model_validator(mode="after")
     def _one_memory_override(self) -> ServerSpec:
@@ -253,7 +367,18 @@ class DevicePlugin(_Model):
 
 class NodePool(_Model):
     mode: Literal["managed", "existing"] = "existing"
-    gpu: str = "L40S"
+    gpu: str = Field(
+        default="L40S",
+        description="The GPU, by any name nvidia-smi prints or its usual short form (L40S, NVIDIA H100 80GB "
+        "HBM3, RTX 4090); for a GPU colo's catalog lacks, give gpuMemoryMiB (this name is then a label)",
+    )
+    gpu_memory_mib: GpuMemoryMiB | None = Field(
+        default=None,
+        alias="gpuMemoryMiB",
+        description="The GPU's total memory as CUDA reports it, in MiB: torch.cuda.mem_get_info()[1] / 2**20, "
+        "the device total vLLM prints (not nvidia-smi's memory.total, which is larger). For a GPU colo's "
+        "catalog lacks; beside a catalog gpu it replaces the catalog's total",
+    )
     instance_type: str = "g6e.xlarge"
     gpus_per_node: Annotated[int, Field(ge=1)] | None = Field(
         default=None, description="GPUs per node; default from the instance type"
@@ -264,6 +389,13 @@ class NodePool(_Model):
     root_volume_gib: int | None = Field(default=None, ge=50, alias="rootVolumeGiB")
     max_nodes: Annotated[int, Field(ge=1)] | None = None
     device_plugin: DevicePlugin = DevicePlugin()
+
+    @property
+    def named_gpu(self) -> str | None:
+        """The GPU name the user gave; None when only gpuMemoryMiB describes the GPU."""
+        if self.gpu_memory_mib is not None and "gpu" not in self.model_fields_set:
+            return None
+        return self.gpu
 
     @model_validator(mode="after")
     def _managed_needs_subnets(self) -> NodePool:
@@ -323,6 +455,11 @@ class Network(_Model):
     allow_from: list[IngressSource] | None = Field(
         default=None, description="Sources allowed in; default: every pod of the servers' namespace"
     )
+    scrape_from: list[IngressSource] = Field(
+        default_factory=list,
+        description="Where Prometheus runs: admitted to the servers' ports (their /metrics is on the API port) "
+        "and to the DCGM exporter's",
+    )
 
     @field_validator("allow_from")
     @classmethod
@@ -343,6 +480,42 @@ class Budget(_Model):
     embedding_max_num_seqs: Annotated[int, Field(ge=1)] = 64
     embedding_concurrency: Annotated[float, Field(gt=0)] = 2.0
     llm_min_concurrency: Annotated[float, Field(gt=0)] = 1.0
+    calibration: str | None = Field(
+        default=None,
+        description="A calibration file written by `colo verify --record`: the plan uses its observed "
+        "per-process constants for the GPU and vLLM release it was recorded on",
+    )
+
+
+class Observability(_Model):
+    """How the servers are watched once they run: scraping, GPU metrics, a dashboard and alerts."""
+
+    prometheus_operator: bool = Field(
+        default=False,
+        description="The cluster runs the Prometheus operator: a PodMonitor scrapes the servers and a "
+        "PrometheusRule holds the alerts; otherwise the pods carry prometheus.io scrape annotations",
+    )
+    monitor_labels: dict[str, CliText] = Field(
+        default_factory=dict,
+        description="Labels on the PodMonitor and PrometheusRule, for the operator's selectors "
+        "(e.g. release: kube-prometheus-stack)",
+    )
+    dcgm_exporter: bool = Field(
+        default=False,
+        description="Deploy NVIDIA's DCGM exporter on colo's GPU nodes (only where colo installs the device "
+        "plugin; the GPU operator brings its own)",
+    )
+    grafana_dashboard: bool = Field(default=True, description="A dashboard ConfigMap for Grafana's sidecar")
+    dashboard_namespace: str | None = Field(
+        default=None, description="Where the dashboard ConfigMap goes; default: the servers' namespace"
+    )
+
+    @field_validator("dashboard_namespace")
+    @classmethod
+    def _namespace(cls, value: str | None) -> str | None:
+        if value is not None and not _DNS_LABEL.match(value):
+            raise ValueError(f"'{value}' is not a valid namespace name (a lower-case DNS label)")
+        return value
 
 
 class StackConfig(_Model):
@@ -351,6 +524,7 @@ class StackConfig(_Model):
     storage: Storage = Storage()
     budget: Budget = Budget()
     network: Network = Network()
+    observability: Observability = Observability()
     pairs: list[Pair]
     hf_token_set: bool = Field(default=False, description="True when the secret colo:hfToken is present")
     vllm_api_key_set: bool = Field(

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from colo.config.schema import StackConfig
+from colo.config.schema import IngressSource, StackConfig
+from colo.plan.monitoring import MonitoringSpec, monitoring_spec
 from colo.plan.pair import PairPlan
 from colo.plan.scheduling import DevicePluginPlan
 from colo.plan.stack import Plan
@@ -63,13 +64,11 @@ class KubernetesSpec:
     device_plugin: DevicePluginPlan | None  # None: DRA, or someone else runs the plugin
     secret_env: tuple[SecretEnv, ...]  # the stack's secrets, as every server reads them
     ingress_from: tuple[IngressPeer, ...]  # who may call the servers (one NetworkPolicy per pair)
+    scrape_from: tuple[IngressPeer, ...]  # where Prometheus runs: the servers' and the DCGM exporter's ports
+    monitoring: MonitoringSpec  # scraping, GPU metrics, dashboard and alerts
 
 
-def ingress_peers(config: StackConfig) -> tuple[IngressPeer, ...]:
-    """network.allowFrom as peers; without it, every pod of the servers' namespace."""
-    sources = config.network.allow_from
-    if sources is None:
-        return (IngressPeer(config.cluster.namespace, {}),)
+def _peers(config: StackConfig, sources: list[IngressSource]) -> tuple[IngressPeer, ...]:
     return tuple(
         IngressPeer(
             None if source.namespace == "*" else source.namespace or config.cluster.namespace,
@@ -77,6 +76,14 @@ def ingress_peers(config: StackConfig) -> tuple[IngressPeer, ...]:
         )
         for source in sources
     )
+
+
+def ingress_peers(config: StackConfig) -> tuple[IngressPeer, ...]:
+    """network.allowFrom as peers; without it, every pod of the servers' namespace."""
+    sources = config.network.allow_from
+    if sources is None:
+        return (IngressPeer(config.cluster.namespace, {}),)
+    return _peers(config, sources)
 
 
 def kubernetes_spec(config: StackConfig, plan: Plan) -> KubernetesSpec:
@@ -98,4 +105,6 @@ def kubernetes_spec(config: StackConfig, plan: Plan) -> KubernetesSpec:
             if is_set
         ),
         ingress_from=ingress_peers(config),
+        scrape_from=_peers(config, config.network.scrape_from),
+        monitoring=monitoring_spec(config, plan),
     )

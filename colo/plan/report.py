@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from colo.catalog import GIB, MIB
+from colo.catalog import GIB, MIB, GpuSpec
 from colo.plan.budget import ProcessBudget
 from colo.plan.colocate import ServerPlan
 from colo.plan.pair import PairPlan, Server
@@ -30,6 +30,13 @@ def budget_view(b: ProcessBudget) -> dict[str, Any]:
         "weights_gib": _gib(b.weights_bytes),
         "activation_peak_gib": _gib(b.activation_bytes),
         "non_torch_gib": _gib(b.non_torch_bytes),
+        "tensor_parallel_size": spec.tensor_parallel_size,
+        "tp_communication_gib": {
+            "before_snapshot": _gib(b.communication.before_snapshot),
+            "in_budget": _gib(b.communication.in_budget),
+        },
+        "vision_tower_built": spec.vision_tower_built,
+        "mm_encoder_profiled": spec.mm_encoder_profiled,
         "cuda_graph_gib": _gib(b.graphs.bytes),
         "cuda_graphs": b.graphs.count,
         "cuda_graph_in_budget": b.graph_estimate_in_budget,
@@ -42,6 +49,19 @@ def budget_view(b: ProcessBudget) -> dict[str, Any]:
         "max_num_batched_tokens": spec.limits.max_num_batched_tokens,
         "footprint_mib": round(b.footprint_bytes / MIB),
         "errors": list(b.errors),
+        "calibration": spec.calibration.view() if spec.calibration else None,
+    }
+
+
+def gpu_view(gpu: GpuSpec) -> dict[str, Any]:
+    """The GPU the budget used, with whatever colo had to assume about it."""
+    return {
+        "name": gpu.name,
+        "device_name": gpu.device_name or None,
+        "cuda_total_gib": _gib(gpu.cuda_total_bytes),
+        "context_mib": round(gpu.context_bytes / MIB),
+        "in_catalog": gpu.from_catalog,
+        "assumptions": list(gpu.assumptions),
     }
 
 
@@ -94,11 +114,7 @@ def pair_view(pair: PairPlan) -> dict[str, Any]:
 def plan_view(plan: Plan) -> dict[str, Any]:
     return {
         "feasible": plan.feasible,
-        "gpu": {
-            "name": plan.gpu.name,
-            "cuda_total_gib": _gib(plan.gpu.cuda_total_bytes),
-            "context_mib": round(plan.gpu.context_bytes / MIB),
-        },
+        "gpu": gpu_view(plan.gpu),
         "node_pool": {
             "mode": plan.config.node_pool.mode,
             "instance_type": plan.config.node_pool.instance_type,

@@ -10,10 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from colo.catalog import GpuSpec, gpu, instance_type
+from colo.catalog import GpuLookupError, GpuSpec, instance_type, resolve_gpu
 from colo.config.schema import StackConfig
 from colo.errors import Problem
+from colo.plan.calibration import calibration_problem
 from colo.plan.hub_access import hub_access_warnings
+from colo.plan.monitoring import observability_warnings, scrape_warnings
 from colo.plan.pair import PairPlan, S3Profile, plan_pair
 from colo.plan.placement import node_count, node_limit_problems, place_pairs
 from colo.plan.platform import gpus_per_node, instance_type_known, platform_problems, uses_native_sidecars
@@ -51,13 +53,16 @@ def make_plan(
 ) -> Plan:
     """Plan every pair. Problems are collected, never raised, so `colo plan` can show them all."""
     problems = platform_problems(config) + device_plugin_problems(config)
+    if (unusable := calibration_problem(config.budget.calibration)) is not None:
+        problems.append(Problem("colo:budget.calibration", unusable))
     selector, tolerations = node_selector(config), gpu_tolerations()
+    pool = config.node_pool
     try:
-        gpu_spec = gpu_override or gpu(config.node_pool.gpu)
-    except KeyError as exc:
+        gpu_spec = gpu_override or resolve_gpu(pool.named_gpu, pool.gpu_memory_mib)
+    except GpuLookupError as exc:
         return Plan(
             config,
-            GpuSpec("unknown", 0, 0, 0, None, (0, 0), 0),
+            GpuSpec(name="unknown", cuda_total_bytes=0, context_bytes=0, cublas_bytes=0, from_catalog=False),
             (),
             1,
             0,
@@ -69,7 +74,6 @@ def make_plan(
         )
     per_node = gpus_per_node(config) or 1
     native = uses_native_sidecars(config)
-    pool = config.node_pool
     nodes = node_count(len(config.pairs), pool.spare_gpus, per_node)
     problems += node_limit_problems(len(config.pairs), pool.spare_gpus, per_node, pool.max_nodes)
     pairs: list[PairPlan] = []
@@ -97,6 +101,7 @@ def make_plan(
             problems += node_fit_problems(instance, pods)
     # A shared GPU offers as many time-slices as the largest pair has servers.
     servers_per_gpu = max((len(pair.servers) for pair in pairs), default=0)
+    plugin = device_plugin(config, servers_per_gpu)
     return Plan(
         config,
         gpu_spec,
@@ -107,6 +112,10 @@ def make_plan(
         tuple(problems),
         node_selector=selector,
         tolerations=tolerations,
-        device_plugin=device_plugin(config, servers_per_gpu),
-        warnings=tuple(hub_access_warnings(config)),
+        device_plugin=plugin,
+        warnings=(
+            *hub_access_warnings(config),
+            *observability_warnings(config, plugin),
+            *scrape_warnings(config),
+        ),
     )

@@ -116,14 +116,14 @@ def test_estimate_with_little_free_memory_fails_the_startup_check(capsys: pytest
 
 def test_estimate_with_fixed_kv_bytes_derives_tokens_from_them(capsys: pytest.CaptureFixture[str]) -> None:
     _, out = _estimate(
-        capsys, "--kv-cache-memory-bytes", str(9 * 2**30), "--max-model-len", "8192", gpu="H100"
+        capsys, "--kv-cache-memory-bytes", str(9 * 2**30), "--max-model-len", "8192", gpu="H100-SXM"
     )
     assert out["kv_cache_gib"] == 9.0
     assert out["kv_tokens"] == 9 * 2**30 // (144 * 1024 * 16) * 16
 
 
 def test_estimate_refuses_an_unknown_gpu_with_the_known_ones(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["estimate", "--model", "Qwen/Qwen3-8B", "--gpu", "T4"]) == 2
+    assert main(["estimate", "--model", "Qwen/Qwen3-8B", "--gpu", "Radeon RX 7900"]) == 2
     assert "L40S" in capsys.readouterr().err
 
 
@@ -155,3 +155,26 @@ def test_a_gated_model_without_a_token_is_flagged_but_still_planned(
     assert main(["plan", "--config", str(_stack_file(tmp_path, gated))]) == 0
     out = capsys.readouterr().out
     assert "WARNINGS:" in out and "colo:pairs[0].llm.model" in out and "hfToken" in out
+
+
+def test_estimate_accepts_vllms_quantization_names(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _estimate(capsys, "--quantization", "fp8_per_tensor")
+    assert code in (0, 1) and out["weights_gib"] < 10
+
+
+def test_estimate_refuses_a_quantization_the_checkpoint_contradicts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = [
+        "estimate",
+        "--model",
+        "Qwen/Qwen3-8B-FP8",
+        "--gpu",
+        "L40S",
+        "--vllm-version",
+        "0.20.2",
+        "--quantization",
+        "awq",
+    ]
+    assert main(argv) == 2
+    assert "does not match the quantization method" in capsys.readouterr().err

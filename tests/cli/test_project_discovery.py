@@ -74,7 +74,7 @@ def test_a_relative_profile_path_is_read_from_the_project_directory(
     project = _project(tmp_path / "project")
     profile = project / "profiles" / "qwen3-8b-fp8.json"
     profile.parent.mkdir()
-    profile.write_text(json.dumps(TINY_CONFIG))
+    profile.write_text(json.dumps({**TINY_CONFIG, "max_position_embeddings": 40960}))
     stack = project / "stacks" / "Pulumi.local.yaml"
     stack.write_text(
         stack.read_text().replace(

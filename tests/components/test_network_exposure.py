@@ -11,10 +11,12 @@ from typing import Any
 import pytest
 
 from colo.cli import main
+from colo.cli.common import load_config
 from colo.components.containers import API_KEY_GUARDED_PREFIXES, HEALTH_PATH
 from colo.config import parse_stack_config
 from colo.errors import ConfigError
 from colo.mock_run import ProgramRun, Recorded
+from colo.plan.stack import make_plan
 from colo.render import SECRET_PLACEHOLDER, plain
 from colo.stackfiles import load_stack
 from tests.components.stacks import (
@@ -57,7 +59,11 @@ def test_every_pair_admits_only_its_serving_ports_and_by_default_only_its_own_na
         ports = sorted(c["ports"][0]["containerPort"] for c in _servers(deployment))
         assert sorted(p["port"] for p in rule["ports"]) == ports
         assert {p["protocol"] for p in rule["ports"]} == {"TCP"}
-        assert rule["from"] == [{"podSelector": {}}]  # every pod of the policy's own namespace, no other
+        # every pod of the policy's own namespace, and Prometheus where the stack names it (prod only)
+        assert rule["from"][0] == {"podSelector": {}}
+        assert len(rule["from"]) == 1 + len(
+            load_stack(stack_name).values.get("network", {}).get("scrapeFrom", [])
+        )
 
 
 def test_the_stack_names_the_namespaces_and_pods_that_may_call_the_servers(
@@ -86,11 +92,37 @@ def test_an_empty_allow_list_is_refused_rather_than_shutting_every_client_out() 
     assert "omit allowFrom" in problem.message
 
 
-def test_the_device_plugin_namespace_admits_no_ingress(
+def test_the_device_plugin_pods_admit_no_ingress(checked_in_run: Callable[[str, bool], ProgramRun]) -> None:
+    run = checked_in_run("local", False)
+    policy = _policies(run, "colo-nvidia-device-plugin")["nvidia-device-plugin-deny-ingress"]["spec"]
+    (daemon_set,) = run.mocks.of_type("kubernetes:apps/v1:DaemonSet")
+    assert policy == {
+        "podSelector": plain(daemon_set.inputs["spec"]["selector"]),
+        "policyTypes": ["Ingress"],
+    }
+
+
+def test_prometheus_where_scrape_from_names_it_reaches_the_servers_and_the_dcgm_exporter_only(
     checked_in_run: Callable[[str, bool], ProgramRun],
 ) -> None:
-    policy = _policies(checked_in_run("local", False), "colo-nvidia-device-plugin")["deny-ingress"]["spec"]
-    assert policy == {"podSelector": {}, "policyTypes": ["Ingress"]}
+    run = checked_in_run("prod", False)
+    monitoring = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+    (rule,) = _policies(run, "colo")["qwen27b"]["spec"]["ingress"]
+    assert rule["from"] == [{"podSelector": {}}, monitoring]
+    exporter = _policies(run, "colo-nvidia-device-plugin")["dcgm-exporter"]["spec"]
+    (rule,) = exporter["ingress"]
+    assert rule == {"from": [monitoring], "ports": [{"port": 9400, "protocol": "TCP"}]}
+
+
+def test_without_scrape_from_the_dcgm_exporter_admits_nothing_and_the_plan_says_so(
+    run_variant: Callable[..., ProgramRun],
+) -> None:
+    stack_file = variant("prod", network={"scrapeFrom": []})
+    exporter = _policies(run_variant(stack_file), "colo-nvidia-device-plugin")["dcgm-exporter"]["spec"]
+    assert "ingress" not in exporter  # no rule at all: a rule with an empty `from` would admit everyone
+    assert exporter["policyTypes"] == ["Ingress"]
+    warnings = {w.path: w.message for w in make_plan(load_config(stack_file)).warnings}
+    assert "scrapeFrom: [{namespace: monitoring}]" in warnings["colo:network.scrapeFrom"]
 
 
 def test_the_api_key_reaches_every_server_from_a_pulumi_secret_through_a_kubernetes_secret(

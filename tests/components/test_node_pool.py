@@ -149,7 +149,7 @@ def test_gpu_memory_that_disagrees_with_the_catalog_fails_the_run(
 
 
 def test_a_different_gpu_model_fails_the_run_naming_the_gpu_setting(prod_config: StackConfig) -> None:
-    plan = make_plan(prod_config, gpu_override=gpu("H100"))
+    plan = make_plan(prod_config, gpu_override=gpu("H100-SXM"))
     with pytest.raises(Exception, match=r"colo:nodePool.gpu.*carries L40S GPUs.*computed for H100"):
         declare_under_mocks(lambda: declare_node_pool(managed_node_pool(prod_config, plan)))
 
