@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.alias_generators import to_camel
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from colo.plan.extra_args import refusal
+
 NodeImage = Literal["al2023-nvidia", "bottlerocket-nvidia", "gpu-operator-cdi", "generic-nvidia-runtime"]
 GpuPairing = Literal["uuid-handoff", "dra", "time-slice"]
 KvCacheDtype = Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2"]
@@ -25,7 +27,7 @@ _QUANTITY = re.compile(r"^\d+(Ki|Mi|Gi|Ti)$")
 _CPU = re.compile(r"^(\d+(\.\d+)?|\d+m)$")
 
 
-def _error(loc: tuple[str, ...], message: str, value: object = None) -> InitErrorDetails:
+def _error(loc: tuple[str | int, ...], message: str, value: object = None) -> InitErrorDetails:
     """A validation error at `loc` (camelCase keys), for checks that span several parts of the config."""
     return InitErrorDetails(type=PydanticCustomError("colo_config", message), loc=loc, input=value)
 
@@ -135,29 +137,17 @@ class ServerSpec(_Model):
             raise ValueError("give at least one capture size, or set enforceEager: true for none")
         return sorted(set(value))
 
-    @field_validator("extra_args")
-    @classmethod
-    def _no_managed_flags(cls, value: list[str]) -> list[str]:
-        managed = {
-            "--gpu-memory-utilization",
-            "--kv-cache-memory-bytes",
-            "--max-model-len",
-            "--max-num-seqs",
-            "--max-num-batched-tokens",
-            "--kv-cache-dtype",
-            "--enforce-eager",
-            "--compilation-config",
-            "--tensor-parallel-size",
-            "--port",
-            "--quantization",
-            "--speculative-config",
-        }
-        for arg in value:
-            flag = arg.split("=", 1)[0]
-            if flag in managed:
-                key = to_camel(flag.lstrip("-").replace("-", "_"))
-                raise ValueError(f"{flag} is set by colo from the budget; use the field '{key}' instead")
-        return value
+    @model_validator(mode="after")
+    def _extra_args_leave_derived_flags_alone(self) -> ServerSpec:
+        """Read as the pinned vLLM reads its command line, so no spelling of a derived flag gets through."""
+        errors = [
+            _error(("extraArgs", index), reason, arg)
+            for index, arg in enumerate(self.extra_args)
+            if (reason := refusal(arg, self.vllm.version)) is not None
+        ]
+        if errors:
+            raise ValidationError.from_exception_data(type(self).__name__, errors)
+        return self
 
     @model_validator(mode="after")
     def _one_memory_override(self) -> ServerSpec:
