@@ -12,8 +12,11 @@ from typing import Any
 
 import yaml
 
-from colo.catalog.architecture import ModelArchitecture, from_hf_config
+from colo.catalog.architecture import ArchitectureError, ModelArchitecture, from_hf_config
 from colo.catalog.safetensors import read_local_headers, tensor_bytes_by_part
+from colo.files import MIB, decode_utf8, read_bounded
+
+MAX_CONFIG_BYTES = 4 * MIB  # config.json files of real checkpoints are tens of kilobytes
 
 
 def _merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
@@ -67,24 +70,56 @@ def catalog_architecture(model_id: str) -> ModelArchitecture:
     return arch
 
 
+def _from_config(raw: Any, model_id: str, source: str) -> ModelArchitecture:
+    """from_hf_config on a mapping read from a user's file: a value of the wrong shape (a string where a
+    number or an object belongs, zero heads) is an ArchitectureError naming the file, not a crash."""
+    if not isinstance(raw, Mapping):
+        raise ArchitectureError(f"{source} does not hold a JSON object")
+    try:
+        return from_hf_config(raw, model_id, source=source)
+    except (TypeError, AttributeError, KeyError, IndexError, ZeroDivisionError, OverflowError) as exc:
+        raise ArchitectureError(
+            f"{source} is not shaped like a Hugging Face config.json ({type(exc).__name__}: {str(exc)[:80]})"
+        ) from None
+
+
+def parse_config_json(data: bytes) -> Any:
+    """The JSON value of a config.json's bytes (at most MAX_CONFIG_BYTES); ValueError when it is not JSON."""
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ValueError(f"larger than {MAX_CONFIG_BYTES // MIB} MiB, which no config.json is")
+    try:
+        return json.loads(decode_utf8(data))
+    except RecursionError:
+        raise ValueError("nested too deeply to be a config.json") from None
+
+
 def architecture_from_path(path: Path, model_id: str) -> ModelArchitecture:
     """A config.json file, or a model directory holding config.json (and *.safetensors for exact bytes)."""
     config_file = path / "config.json" if path.is_dir() else path
-    raw = json.loads(config_file.read_text())
-    arch = from_hf_config(raw, model_id, source=str(config_file))
+    raw = parse_config_json(read_bounded(config_file, MAX_CONFIG_BYTES))
+    arch = _from_config(raw, model_id, source=str(config_file))
     if path.is_dir():
         headers = read_local_headers(path)
         if headers:
-            parts = tensor_bytes_by_part(headers)
+            parts = _tensor_bytes(headers, str(path))
             arch = replace(arch, checkpoint_bytes=sum(parts.values()), checkpoint_bytes_by_part=parts)
     return arch
+
+
+def _tensor_bytes(headers: list[dict[str, Any]], source: str) -> dict[str, int]:
+    try:
+        return tensor_bytes_by_part(headers)
+    except (TypeError, KeyError, ValueError) as exc:
+        raise ArchitectureError(
+            f"a safetensors header in {source} lists a tensor without byte offsets"
+        ) from exc
 
 
 def architecture_from_mapping(
     raw: Mapping[str, Any], model_id: str, source: str, parts: Mapping[str, int] | None = None
 ) -> ModelArchitecture:
     """A config.json already read (from S3, say), with tensor bytes by part when headers were read."""
-    arch = from_hf_config(raw, model_id, source=source)
+    arch = _from_config(raw, model_id, source=source)
     if parts:
         arch = replace(arch, checkpoint_bytes=sum(parts.values()), checkpoint_bytes_by_part=dict(parts))
     return arch

@@ -70,6 +70,8 @@ def tensor_bytes_by_part(headers: Iterable[Mapping[str, Any]]) -> dict[str, int]
 def read_local_headers(directory: Path) -> list[dict[str, Any]]:
     headers = []
     for path in sorted(directory.glob("*.safetensors")):
+        if not path.is_file():  # a FIFO or device would block or never end
+            raise SafetensorsError(f"{path} is not a regular file")
         with path.open("rb") as handle:
             prefix = handle.read(8)
             length = header_length(prefix)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from colo.cli.common import add_stack_arguments, read_stack_file
+from colo.cli.common import add_stack_arguments, load_config, read_stack_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,6 +23,7 @@ def run(args: argparse.Namespace) -> int:
     from colo.render import write_render
 
     stack_file = read_stack_file(args)
+    load_config(stack_file)  # refused here, before the program serialises any of it
     try:
         program_run = run_program(stack_file, preview=args.preview)
     except ProgramError as exc:

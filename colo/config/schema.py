@@ -23,8 +23,8 @@ Quantization = Literal["none", "fp8", "awq", "gptq", "compressed-tensors", "nvfp
 
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
 _VERSION = re.compile(r"^\d+\.\d+\.\d+(\.\d+)?(\.post\d+)?$")
-_QUANTITY = re.compile(r"^\d+(Ki|Mi|Gi|Ti)$")
-_CPU = re.compile(r"^(\d+(\.\d+)?|\d+m)$")
+_QUANTITY = re.compile(r"[0-9]+(Ki|Mi|Gi|Ti)")  # fullmatch: `$` would accept a trailing newline
+_CPU = re.compile(r"[0-9]+(\.[0-9]+)?|[0-9]+m")
 
 
 def _error(loc: tuple[str | int, ...], message: str, value: object = None) -> InitErrorDetails:
@@ -34,7 +34,12 @@ def _error(loc: tuple[str | int, ...], message: str, value: object = None) -> In
 
 class _Model(BaseModel):
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True, validate_default=True
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+        validate_default=True,
+        allow_inf_nan=False,  # `.inf` and `.nan` are YAML floats; no setting means either
     )
 
 
@@ -117,14 +122,14 @@ class ServerSpec(_Model):
     @field_validator("cpu")
     @classmethod
     def _cpu_quantity(cls, value: str | None) -> str | None:
-        if value is not None and not _CPU.match(value):
+        if value is not None and not _CPU.fullmatch(value):
             raise ValueError(f"'{value}' is not a Kubernetes CPU quantity; write it like 2 or 1500m")
         return value
 
     @field_validator("memory")
     @classmethod
     def _memory_quantity(cls, value: str | None) -> str | None:
-        if value is not None and not _QUANTITY.match(value):
+        if value is not None and not _QUANTITY.fullmatch(value):
             raise ValueError(f"'{value}' is not a Kubernetes memory quantity; write it like 16Gi")
         return value
 
@@ -176,7 +181,7 @@ class Pair(_Model):
 
 
 class Cluster(_Model):
-    name: str = "colo"
+    name: Annotated[str, Field(min_length=1)] = "colo"
     kubernetes_version: str = "1.34"
     node_image: NodeImage = "al2023-nvidia"
     gpu_pairing: GpuPairing = "uuid-handoff"
@@ -247,7 +252,7 @@ class Storage(_Model):
     @field_validator("size")
     @classmethod
     def _quantity(cls, value: str) -> str:
-        if not _QUANTITY.match(value):
+        if not _QUANTITY.fullmatch(value):
             raise ValueError(f"'{value}' is not a Kubernetes storage quantity; write it like 500Gi")
         return value
 
