@@ -8,12 +8,23 @@ its path instead of a silently ignored setting.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from colo.aws.s3_uri import s3_prefix_problem
+from colo.config import formats
 from colo.plan.extra_args import refusal
 
 NodeImage = Literal["al2023-nvidia", "bottlerocket-nvidia", "gpu-operator-cdi", "generic-nvidia-runtime"]
@@ -21,10 +32,49 @@ GpuPairing = Literal["uuid-handoff", "dra", "time-slice"]
 KvCacheDtype = Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2"]
 Quantization = Literal["none", "fp8", "awq", "gptq", "compressed-tensors", "nvfp4"]
 
-_DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
-_VERSION = re.compile(r"^\d+\.\d+\.\d+(\.\d+)?(\.post\d+)?$")
-_QUANTITY = re.compile(r"[0-9]+(Ki|Mi|Gi|Ti)")  # fullmatch: `$` would accept a trailing newline
-_CPU = re.compile(r"[0-9]+(\.[0-9]+)?|[0-9]+m")
+# Every pattern is ASCII and matched whole (fullmatch): `$` accepts a trailing newline, `\d` other scripts' digits.
+_PAIR_NAME = re.compile(r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?")
+_VERSION = re.compile(r"[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4}(\.[0-9]{1,4})?(\.post[0-9]{1,4})?")
+_KUBERNETES_MINOR = re.compile(r"1\.[0-9]{1,2}")
+# Namespaces the cluster runs on; colo declares its namespace (with Pod Security labels) and would take
+# one of these over.
+SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
+MAX_EXTRA_ARGS = 256
+MAX_EXTRA_ARG_CHARS = 16 * 1024
+MAX_PATH_CHARS = 4096
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def _checked(check: Callable[[str], str | None]) -> AfterValidator:
+    """A pydantic validator from a formats check (None: fine; else the reason)."""
+
+    def validate(value: str) -> str:
+        problem = check(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    return AfterValidator(validate)
+
+
+def _no_control_characters(value: str) -> str:
+    if _CONTROL.search(value):
+        raise ValueError(f"'{formats.shown(value)}' holds control characters")
+    return value
+
+
+def _s3_or_path(value: str) -> str:
+    if value.startswith("s3://"):
+        problem = s3_prefix_problem(value)
+        if problem:
+            raise ValueError(problem)
+    return value
+
+
+DnsSubdomain = Annotated[str, _checked(formats.dns_subdomain)]
+ExtraArg = Annotated[
+    str, Field(min_length=1, max_length=MAX_EXTRA_ARG_CHARS), AfterValidator(_no_control_characters)
+]
 
 
 def _error(loc: tuple[str | int, ...], message: str, value: object = None) -> InitErrorDetails:
@@ -44,12 +94,12 @@ class _Model(BaseModel):
 
 
 def require_pinned(image: str | None) -> str | None:
-    """An image reference must carry an explicit tag (not latest) or a digest."""
-    if image is None or "@sha256:" in image:
+    """An image reference a registry accepts, pinned by an explicit tag (not latest) or a full digest."""
+    if image is None:
         return image
-    tail = image.rsplit("/", 1)[-1]
-    if ":" not in tail or tail.endswith(":latest"):
-        raise ValueError(f"image '{image}' is not pinned; give an explicit tag such as :v0.11.0 or a digest")
+    parsed = formats.image_reference(image)
+    if isinstance(parsed, str):
+        raise ValueError(parsed)
     return image
 
 
@@ -65,14 +115,33 @@ class VllmImage(_Model):
     @field_validator("version")
     @classmethod
     def _version_shape(cls, value: str) -> str:
-        if not _VERSION.match(value):
-            raise ValueError(f"'{value}' is not a vLLM release number; write it like 0.11.0")
+        if not _VERSION.fullmatch(value):
+            raise ValueError(f"'{formats.shown(value)}' is not a vLLM release number; write it like 0.11.0")
         return value
 
     @field_validator("image")
     @classmethod
     def _pinned(cls, value: str | None) -> str | None:
         return require_pinned(value)
+
+    @model_validator(mode="after")
+    def _official_image_runs_the_version(self) -> VllmImage:
+        """The budget mirrors `version`; an official image of another release would run other rules."""
+        parsed = formats.image_reference(self.image) if self.image else None
+        if isinstance(parsed, tuple):
+            name, tag, _ = parsed
+            wanted = f"v{self.version}"
+            if (
+                name in formats.OFFICIAL_VLLM
+                and tag is not None
+                and tag != wanted
+                and not tag.startswith(wanted + "-")
+            ):
+                raise ValueError(
+                    f"image {formats.shown(self.image)} is vLLM {tag.removeprefix('v')}, but vllm.version is "
+                    f"{self.version}, whose memory rules the budget mirrors; set both to the same release"
+                )
+        return self
 
     @property
     def resolved_image(self) -> str:
@@ -87,33 +156,39 @@ class Speculative(_Model):
 class ServerSpec(_Model):
     """One vLLM server: the model, where its architecture is read from, and the engine limits."""
 
-    model: str = Field(description="Hugging Face model id; also the served model name")
-    profile: str | None = Field(
+    model: Annotated[str, _checked(formats.model_id)] = Field(
+        description="Hugging Face model id; also the served model name"
+    )
+    profile: (
+        Annotated[str, Field(min_length=1, max_length=MAX_PATH_CHARS), AfterValidator(_s3_or_path)] | None
+    ) = Field(
         default=None,
         description="Where the architecture is read: omitted = colo's catalog; a config.json or model "
         "directory path; or an s3://bucket/prefix/ holding config.json and *.safetensors",
     )
-    weights_uri: str | None = Field(
+    weights_uri: Annotated[str, _checked(s3_prefix_problem)] | None = Field(
         default=None,
         description="s3://bucket/prefix/ copied into the model volume before start; omitted = the "
         "Hugging Face Hub at start-up",
     )
     quantization: Quantization | None = None
     kv_cache_dtype: KvCacheDtype = "auto"
-    max_model_len: Annotated[int, Field(ge=16)] | None = None
-    max_num_seqs: Annotated[int, Field(ge=1)] | None = None
-    max_num_batched_tokens: Annotated[int, Field(ge=16)] | None = None
+    max_model_len: Annotated[int, Field(ge=16, le=10_000_000)] | None = None
+    max_num_seqs: Annotated[int, Field(ge=1, le=65_536)] | None = None
+    max_num_batched_tokens: Annotated[int, Field(ge=16, le=10_000_000)] | None = None
     speculative: Speculative | None = None
     enforce_eager: Literal["auto"] | bool = "auto"
-    cudagraph_capture_sizes: list[Annotated[int, Field(ge=1)]] | None = None
+    cudagraph_capture_sizes: (
+        Annotated[list[Annotated[int, Field(ge=1, le=65_536)]], Field(max_length=1024)] | None
+    ) = None
     gpu_memory_utilization: Annotated[float, Field(gt=0.0, lt=1.0)] | None = Field(
         default=None, description="Override the derived value; checked the same way"
     )
-    kv_cache_memory_bytes: Annotated[int, Field(gt=0)] | None = Field(
+    kv_cache_memory_bytes: Annotated[int, Field(gt=0, le=2**40)] | None = Field(
         default=None, description="Override: a fixed KV pool (vLLM >= 0.10.1)"
     )
     vllm: VllmImage = VllmImage()
-    extra_args: list[str] = Field(default_factory=list)
+    extra_args: Annotated[list[ExtraArg], Field(max_length=MAX_EXTRA_ARGS)] = Field(default_factory=list)
     cpu: str | None = Field(default=None, description="CPU request; default by role (LLM 2, others 1)")
     memory: str | None = Field(
         default=None, description="Memory request and limit; default LLM 20Gi, others 6Gi"
@@ -122,15 +197,17 @@ class ServerSpec(_Model):
     @field_validator("cpu")
     @classmethod
     def _cpu_quantity(cls, value: str | None) -> str | None:
-        if value is not None and not _CPU.fullmatch(value):
-            raise ValueError(f"'{value}' is not a Kubernetes CPU quantity; write it like 2 or 1500m")
+        problem = formats.cpu_quantity(value) if value is not None else None
+        if problem:
+            raise ValueError(problem)
         return value
 
     @field_validator("memory")
     @classmethod
     def _memory_quantity(cls, value: str | None) -> str | None:
-        if value is not None and not _QUANTITY.fullmatch(value):
-            raise ValueError(f"'{value}' is not a Kubernetes memory quantity; write it like 16Gi")
+        problem = formats.byte_quantity(value, "memory") if value is not None else None
+        if problem:
+            raise ValueError(problem)
         return value
 
     @field_validator("cudagraph_capture_sizes")
@@ -172,16 +249,16 @@ class Pair(_Model):
     @field_validator("name")
     @classmethod
     def _dns_label(cls, value: str) -> str:
-        if not _DNS_LABEL.match(value):
+        if not _PAIR_NAME.fullmatch(value):
             raise ValueError(
-                f"'{value}' is not a DNS label; use lower-case letters, digits and '-', starting with a "
-                "letter, at most 40 characters (it names Kubernetes objects)"
+                f"'{formats.shown(value)}' is not a DNS label; use lower-case letters, digits and '-', starting "
+                "with a letter, at most 40 characters (it names Kubernetes objects)"
             )
         return value
 
 
 class Cluster(_Model):
-    name: Annotated[str, Field(min_length=1)] = "colo"
+    name: Annotated[str, _checked(formats.cluster_name)] = "colo"
     kubernetes_version: str = "1.34"
     node_image: NodeImage = "al2023-nvidia"
     gpu_pairing: GpuPairing = "uuid-handoff"
@@ -193,15 +270,23 @@ class Cluster(_Model):
     @field_validator("kubernetes_version")
     @classmethod
     def _minor_version(cls, value: str) -> str:
-        if not re.match(r"^1\.\d+$", value):
-            raise ValueError(f"'{value}' is not a Kubernetes minor version; write it like 1.34")
+        if not _KUBERNETES_MINOR.fullmatch(value):
+            raise ValueError(
+                f"'{formats.shown(value)}' is not a Kubernetes minor version; write it like 1.34"
+            )
         return value
 
     @field_validator("namespace")
     @classmethod
     def _namespace(cls, value: str) -> str:
-        if not _DNS_LABEL.match(value):
-            raise ValueError(f"'{value}' is not a valid namespace name (a lower-case DNS label)")
+        problem = formats.dns_label(value)
+        if problem:
+            raise ValueError(f"not a valid namespace name: {problem}")
+        if value in SYSTEM_NAMESPACES:
+            raise ValueError(
+                f"{value} is a namespace the cluster itself uses; colo declares its namespace (with Pod Security "
+                "labels) and must not take that one over: choose a namespace of its own, e.g. colo"
+            )
         return value
 
     @property
@@ -211,16 +296,35 @@ class Cluster(_Model):
 
 class NodePool(_Model):
     mode: Literal["managed", "existing"] = "existing"
-    gpu: str = "L40S"
-    instance_type: str = "g6e.xlarge"
-    gpus_per_node: Annotated[int, Field(ge=1)] | None = Field(
+    gpu: Annotated[str, Field(min_length=1, max_length=64)] = "L40S"
+    instance_type: Annotated[str, _checked(formats.instance_type_name)] = "g6e.xlarge"
+    gpus_per_node: Annotated[int, Field(ge=1, le=16)] | None = Field(
         default=None, description="GPUs per node; default from the instance type"
     )
-    spare_gpus: Annotated[int, Field(ge=0)] = 0
-    subnet_ids: list[str] = Field(default_factory=list)
-    node_selector: dict[str, str] = Field(default_factory=dict)
-    root_volume_gib: int | None = Field(default=None, ge=50, alias="rootVolumeGiB")
-    max_nodes: Annotated[int, Field(ge=1)] | None = None
+    spare_gpus: Annotated[int, Field(ge=0, le=4096)] = 0
+    subnet_ids: Annotated[list[Annotated[str, _checked(formats.subnet_id)]], Field(max_length=32)] = Field(
+        default_factory=list
+    )
+    node_selector: Annotated[dict[str, str], Field(max_length=32)] = Field(default_factory=dict)
+    root_volume_gib: int | None = Field(default=None, ge=50, le=16_384, alias="rootVolumeGiB")
+    max_nodes: Annotated[int, Field(ge=1, le=1000)] | None = None
+
+    @field_validator("node_selector")
+    @classmethod
+    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, label in value.items():
+            problem = formats.label_key(key) or formats.label_value(label)
+            if problem:
+                raise ValueError(f"{problem} (key '{formats.shown(key)}')")
+        return value
+
+    @field_validator("subnet_ids")
+    @classmethod
+    def _distinct_subnets(cls, value: list[str]) -> list[str]:
+        repeated = sorted({s for s in value if value.count(s) > 1})
+        if repeated:
+            raise ValueError(f"{', '.join(repeated)} listed more than once")
+        return value
 
     @model_validator(mode="after")
     def _managed_needs_subnets(self) -> NodePool:
@@ -230,17 +334,18 @@ class NodePool(_Model):
 
 
 class Storage(_Model):
-    storage_class: str = "gp3"
+    storage_class: DnsSubdomain = "gp3"
     size: str = "500Gi"
     access_mode: Literal["ReadWriteOnce", "ReadWriteMany", "ReadOnlyMany"] = "ReadWriteOnce"
-    read_throughput_mib_per_s: float = Field(default=250.0, gt=0, alias="readThroughputMiBps")
-    hub_download_mib_per_s: float = Field(default=100.0, gt=0, alias="hubDownloadMiBps")
+    # 1 MiB/s to 100 GiB/s: below, a startup budget runs into days; above, no volume or link delivers.
+    read_throughput_mib_per_s: float = Field(default=250.0, ge=1, le=102_400, alias="readThroughputMiBps")
+    hub_download_mib_per_s: float = Field(default=100.0, ge=1, le=102_400, alias="hubDownloadMiBps")
     sync_image: str | None = Field(
         default=None,
         description="Image that copies weightsUri into the volume: built from this repository's Dockerfile, "
         "pinned by tag or digest; required when a server sets weightsUri",
     )
-    sync_service_account: str | None = Field(
+    sync_service_account: DnsSubdomain | None = Field(
         default=None, description="Service account allowed to read the S3 prefixes (IRSA or Pod Identity)"
     )
 
@@ -252,19 +357,20 @@ class Storage(_Model):
     @field_validator("size")
     @classmethod
     def _quantity(cls, value: str) -> str:
-        if not _QUANTITY.fullmatch(value):
-            raise ValueError(f"'{value}' is not a Kubernetes storage quantity; write it like 500Gi")
+        problem = formats.byte_quantity(value, "storage")
+        if problem:
+            raise ValueError(problem)
         return value
 
 
 class Budget(_Model):
     # Replaying the field report, the prediction of nvidia-smi "used" was low by up to 282 MiB; the default
     # margin covers that with room to spare.
-    safety_margin_mib: int = Field(default=1024, ge=0, alias="safetyMarginMiB")
-    embedding_max_model_len: Annotated[int, Field(ge=16)] = 8192
-    embedding_max_num_seqs: Annotated[int, Field(ge=1)] = 64
-    embedding_concurrency: Annotated[float, Field(gt=0)] = 2.0
-    llm_min_concurrency: Annotated[float, Field(gt=0)] = 1.0
+    safety_margin_mib: int = Field(default=1024, ge=0, le=65_536, alias="safetyMarginMiB")
+    embedding_max_model_len: Annotated[int, Field(ge=16, le=10_000_000)] = 8192
+    embedding_max_num_seqs: Annotated[int, Field(ge=1, le=65_536)] = 64
+    embedding_concurrency: Annotated[float, Field(gt=0, le=65_536)] = 2.0
+    llm_min_concurrency: Annotated[float, Field(gt=0, le=65_536)] = 1.0
 
 
 class StackConfig(_Model):
@@ -272,7 +378,7 @@ class StackConfig(_Model):
     node_pool: NodePool = NodePool()
     storage: Storage = Storage()
     budget: Budget = Budget()
-    pairs: list[Pair]
+    pairs: Annotated[list[Pair], Field(max_length=1000)]
     hf_token_set: bool = Field(default=False, description="True when the secret colo:hfToken is present")
     aws_region: str | None = Field(
         default=None, description="The stack's aws:region (outside the colo namespace), when it is set"
