@@ -1,14 +1,17 @@
 """Checks of a valid-looking config against colo's catalogs: names colo cannot plan for are an invalid config.
 
-A model the catalog lacks (with no `profile`), a GPU it does not know, a vLLM release whose memory rules it
-does not mirror, or more GPUs per node than the instance type has: none of these is a plan that does not
-fit, so each is reported with the config's other problems (exit code 2), before any planning.
+A model the catalog lacks (with no `profile`), a profile file that cannot be read, a GPU colo does not know, a
+vLLM release whose memory rules it does not mirror, or more GPUs per node than the instance type has: none
+of these is a plan that does not fit, so each is reported with the config's other problems (exit code 2),
+before any planning.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from colo.catalog import gpu, instance_type
-from colo.catalog.models import catalog_ids
+from colo.catalog.models import architecture_from_path, catalog_ids
 from colo.catalog.vllm_rules import rules_for
 from colo.config.formats import shown
 from colo.config.schema import ServerSpec, StackConfig
@@ -22,6 +25,19 @@ def _servers(config: StackConfig) -> list[tuple[str, ServerSpec]]:
             if server is not None:
                 found.append((f"colo:pairs[{index}].{role}", server))
     return found
+
+
+def _local_profile_problem(profile: str, model: str) -> str | None:
+    """Why a profile on disk cannot be read (missing, not a regular file, not a config.json); read once here
+    so that a path mistake is an invalid config. s3:// profiles are read when planning, with AWS access."""
+    from colo.stackfiles import REPO_ROOT  # the project root, which relative profiles are resolved against
+
+    local = Path(profile)
+    try:
+        architecture_from_path(local if local.is_absolute() else REPO_ROOT / local, model)
+    except (OSError, ValueError) as exc:
+        return f"cannot read the architecture from {shown(profile)}: {exc}"
+    return None
 
 
 def _server_problems(path: str, server: ServerSpec, known_models: set[str]) -> list[Problem]:
@@ -38,6 +54,10 @@ def _server_problems(path: str, server: ServerSpec, known_models: set[str]) -> l
                     f"vLLM {server.vllm.version} has no --kv-cache-memory-bytes (added in 0.11.0)",
                 )
             )
+    if server.profile is not None and not server.profile.startswith("s3://"):
+        problem = _local_profile_problem(server.profile, server.model)
+        if problem:
+            problems.append(Problem(f"{path}.profile", problem))
     if server.profile is None and server.model not in known_models:
         problems.append(
             Problem(

@@ -16,7 +16,6 @@ from colo.cli import main
 from colo.config import parse_stack_config
 from colo.config.yaml_safety import MAX_DEPTH, UnsafeYaml, load_yaml
 from colo.errors import ConfigError
-from colo.plan.stack import make_plan
 from colo.stackfiles import load_stack, load_stack_file
 from tests.model_files import TINY_CONFIG
 
@@ -180,18 +179,17 @@ def test_render_validates_before_serialising_anything(
     assert not (tmp_path / "out").exists()
 
 
-def _plan_problem(profile: str) -> str:
+def _profile_problem(profile: str) -> str:
+    """A profile that cannot be read is an invalid config, named at its key."""
     raw = _valid()
     raw["pairs"][0]["llm"]["profile"] = profile
-    plan = make_plan(parse_stack_config(raw))
-    (problem,) = [p for p in plan.problems if p.path == "colo:pairs[0].llm.profile"]
-    return problem.message
+    return _problems(raw)["colo:pairs[0].llm.profile"]
 
 
 @pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
 def test_a_profile_on_a_device_is_refused_quickly() -> None:
     started = time.monotonic()
-    assert "not a regular file" in _plan_problem("/dev/zero")
+    assert "not a regular file" in _profile_problem("/dev/zero")
     assert time.monotonic() - started < 2
 
 
@@ -201,7 +199,7 @@ def test_a_fifo_among_a_profiles_safetensors_is_refused_not_waited_on(tmp_path: 
     model.mkdir()
     (model / "config.json").write_text(json.dumps(TINY_CONFIG))
     os.mkfifo(model / "model.safetensors")
-    assert "model.safetensors is not a regular file" in _plan_problem(str(model))
+    assert "model.safetensors is not a regular file" in _profile_problem(str(model))
 
 
 @pytest.mark.parametrize(
@@ -220,13 +218,13 @@ def test_a_fifo_among_a_profiles_safetensors_is_refused_not_waited_on(tmp_path: 
 def test_a_hostile_config_json_is_a_problem_not_a_crash(tmp_path: Path, content: str, expected: str) -> None:
     path = tmp_path / "config.json"
     path.write_text(content)
-    assert expected in _plan_problem(str(path))
+    assert expected in _profile_problem(str(path))
 
 
 def test_a_config_json_over_its_bound_is_refused_by_size(tmp_path: Path) -> None:
     path = tmp_path / "config.json"
     path.write_text('{"pad": "' + "x" * (5 * 1024 * 1024) + '"}')
-    assert "at most 4 MiB" in _plan_problem(str(path))
+    assert "at most 4 MiB" in _profile_problem(str(path))
 
 
 def test_a_stack_file_read_through_the_loader_keeps_its_values() -> None:
