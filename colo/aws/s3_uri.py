@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from colo.echo import shown
+
 # Amazon S3 general purpose bucket naming rules
 # (https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html).
 _BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
@@ -30,10 +32,6 @@ class S3Prefix:
         return f"s3://{self.bucket}/{self.prefix}"
 
 
-def _shown(text: str) -> str:
-    return text if len(text) <= 80 else text[:80] + "…"
-
-
 def bucket_problem(bucket: str) -> str | None:
     if (
         not _BUCKET.fullmatch(bucket)
@@ -43,7 +41,7 @@ def bucket_problem(bucket: str) -> str | None:
         or bucket.endswith(_RESERVED_SUFFIXES)
     ):
         return (
-            f"'{_shown(bucket)}' is not a valid S3 bucket name: 3 to 63 lower-case letters, digits, '.' and "
+            f"'{shown(bucket)}' is not a valid S3 bucket name: 3 to 63 lower-case letters, digits, '.' and "
             "'-', starting and ending with a letter or digit"
         )
     return None
@@ -52,25 +50,23 @@ def bucket_problem(bucket: str) -> str | None:
 def s3_prefix_problem(uri: str) -> str | None:
     """Why `uri` is not an `s3://bucket/prefix/` address colo reads from; None when it is."""
     if not uri.startswith("s3://"):
-        return f"'{_shown(uri)}' is not an s3:// address; write it like s3://bucket/models/qwen3-8b/"
+        return f"'{shown(uri)}' is not an s3:// address; write it like s3://bucket/models/qwen3-8b/"
     bucket, _, prefix = uri.removeprefix("s3://").partition("/")
     if "@" in bucket or ":" in bucket:
-        return f"'{_shown(uri)}' carries credentials or a port; S3 is read with the pod's own AWS identity"
+        return f"'{shown(uri)}' carries credentials or a port; S3 is read with the pod's own AWS identity"
     if not bucket:
-        return f"'{_shown(uri)}' names no bucket; write it like s3://bucket/models/qwen3-8b/"
+        return f"'{shown(uri)}' names no bucket; write it like s3://bucket/models/qwen3-8b/"
     problem = bucket_problem(bucket)
     if problem:
         return problem
     if len(prefix.encode()) > MAX_KEY_BYTES:
-        return f"'{_shown(uri)}' has a prefix longer than S3's {MAX_KEY_BYTES}-byte keys"
+        return f"'{shown(uri)}' has a prefix longer than S3's {MAX_KEY_BYTES}-byte keys"
     for segment in prefix.removesuffix("/").split("/") if prefix else []:
         if segment in ("", ".", ".."):
-            return (
-                f"'{_shown(uri)}' has an empty, '.' or '..' segment in its prefix; write the prefix plainly"
-            )
+            return f"'{shown(uri)}' has an empty, '.' or '..' segment in its prefix; write the prefix plainly"
         if not _KEY_SEGMENT.fullmatch(segment):
             return (
-                f"'{_shown(uri)}' has characters in its prefix that S3 keys need escaped; use letters, digits "
+                f"'{shown(uri)}' has characters in its prefix that S3 keys need escaped; use letters, digits "
                 "and !_.*'()=+,-"
             )
     return None

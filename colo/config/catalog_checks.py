@@ -13,8 +13,8 @@ from pathlib import Path
 from colo.catalog import gpu, instance_type
 from colo.catalog.models import architecture_from_path, catalog_ids
 from colo.catalog.vllm_rules import rules_for
-from colo.config.formats import shown
 from colo.config.schema import ServerSpec, StackConfig
+from colo.echo import shown
 from colo.errors import Problem
 
 

@@ -9,14 +9,7 @@ from __future__ import annotations
 
 import re
 
-ECHO_LIMIT = 80
-
-
-def shown(value: object) -> str:
-    """A value as quoted in an error message, cut to ECHO_LIMIT characters."""
-    text = str(value)
-    return text if len(text) <= ECHO_LIMIT else text[:ECHO_LIMIT] + "…"
-
+from colo.echo import shown
 
 # Kubernetes apimachinery pkg/util/validation/validation.go: IsDNS1123Label, IsDNS1123Subdomain,
 # IsQualifiedName (label keys) and IsValidLabelValue.

@@ -9,8 +9,8 @@ from pydantic import ValidationError
 from pydantic.alias_generators import to_camel
 
 from colo.config.catalog_checks import catalog_problems
-from colo.config.formats import shown
 from colo.config.schema import StackConfig
+from colo.echo import shown
 from colo.errors import ConfigError, Problem
 
 PROJECT = "colo"

@@ -25,6 +25,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from colo.aws.s3_uri import s3_prefix_problem
 from colo.config import formats
+from colo.echo import shown
 from colo.plan.extra_args import refusal
 
 NodeImage = Literal["al2023-nvidia", "bottlerocket-nvidia", "gpu-operator-cdi", "generic-nvidia-runtime"]
@@ -59,7 +60,7 @@ def _checked(check: Callable[[str], str | None]) -> AfterValidator:
 
 def _no_control_characters(value: str) -> str:
     if _CONTROL.search(value):
-        raise ValueError(f"'{formats.shown(value)}' holds control characters")
+        raise ValueError(f"'{shown(value)}' holds control characters")
     return value
 
 
@@ -116,7 +117,7 @@ class VllmImage(_Model):
     @classmethod
     def _version_shape(cls, value: str) -> str:
         if not _VERSION.fullmatch(value):
-            raise ValueError(f"'{formats.shown(value)}' is not a vLLM release number; write it like 0.11.0")
+            raise ValueError(f"'{shown(value)}' is not a vLLM release number; write it like 0.11.0")
         return value
 
     @field_validator("image")
@@ -138,7 +139,7 @@ class VllmImage(_Model):
                 and not tag.startswith(wanted + "-")
             ):
                 raise ValueError(
-                    f"image {formats.shown(self.image)} is vLLM {tag.removeprefix('v')}, but vllm.version is "
+                    f"image {shown(self.image)} is vLLM {tag.removeprefix('v')}, but vllm.version is "
                     f"{self.version}, whose memory rules the budget mirrors; set both to the same release"
                 )
         return self
@@ -251,7 +252,7 @@ class Pair(_Model):
     def _dns_label(cls, value: str) -> str:
         if not _PAIR_NAME.fullmatch(value):
             raise ValueError(
-                f"'{formats.shown(value)}' is not a DNS label; use lower-case letters, digits and '-', starting "
+                f"'{shown(value)}' is not a DNS label; use lower-case letters, digits and '-', starting "
                 "with a letter, at most 40 characters (it names Kubernetes objects)"
             )
         return value
@@ -271,9 +272,7 @@ class Cluster(_Model):
     @classmethod
     def _minor_version(cls, value: str) -> str:
         if not _KUBERNETES_MINOR.fullmatch(value):
-            raise ValueError(
-                f"'{formats.shown(value)}' is not a Kubernetes minor version; write it like 1.34"
-            )
+            raise ValueError(f"'{shown(value)}' is not a Kubernetes minor version; write it like 1.34")
         return value
 
     @field_validator("namespace")
@@ -315,7 +314,7 @@ class NodePool(_Model):
         for key, label in value.items():
             problem = formats.label_key(key) or formats.label_value(label)
             if problem:
-                raise ValueError(f"{problem} (key '{formats.shown(key)}')")
+                raise ValueError(f"{problem} (key '{shown(key)}')")
         return value
 
     @field_validator("subnet_ids")

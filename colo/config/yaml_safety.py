@@ -20,6 +20,8 @@ from yaml.events import (
     ScalarEvent,
 )
 
+from colo.echo import shown
+
 MAX_DEPTH = 32  # a stack file nests about 7 levels deep
 MAX_NODES = 50_000  # after alias expansion; a 100-pair stack file holds about 4,000
 
@@ -84,9 +86,8 @@ class _StrictLoader(_SafeLoader):  # type: ignore[misc, valid-type]
                 continue
             key = (key_node.tag, key_node.value)
             if key in seen:
-                shown = key_node.value if len(key_node.value) <= 80 else key_node.value[:80] + "…"
                 raise UnsafeYaml(
-                    f"the key '{shown}' is given twice in one mapping, on lines {seen[key]} and "
+                    f"the key '{shown(key_node.value)}' is given twice in one mapping, on lines {seen[key]} and "
                     f"{_line(key_node)}; YAML would keep only the last, so remove one"
                 )
             seen[key] = _line(key_node)

@@ -34,6 +34,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from colo.echo import shown
+
 # option -> why colo owns it and which stack key to use instead (completes "... reads X as <option>, ")
 DERIVED: dict[str, str] = {
     "--model": "which colo passes itself: set the server's `model` (and `weightsUri` for a local copy)",
@@ -188,7 +190,6 @@ def refusal(arg: str, version: str) -> str | None:
     options = sorted(options_set_by(arg, rules))
     if not options:
         return None
-    shown = arg if len(arg) <= 80 else arg[:80] + "…"
     secrets = [option for option in options if option in SECRETS]
     reason = SECRETS[secrets[0]] if secrets else DERIVED[options[0]]
-    return f"vLLM {version} reads '{shown}' as {' or '.join(options)}, {reason}"
+    return f"vLLM {version} reads '{shown(arg)}' as {' or '.join(options)}, {reason}"

@@ -205,3 +205,10 @@ def test_a_huge_unknown_key_is_cut_in_its_path() -> None:
         parse_stack_config(raw)
     (problem,) = caught.value.problems
     assert len(problem.path) < 200
+
+
+def test_a_control_character_is_shown_escaped_where_a_message_echoes_the_value() -> None:
+    (message,) = _problems("pairs.0.name", "chat\n-llm").values()
+    assert "'chat\\n-llm'" in message
+    (message,) = _problems(f"{LLM}.extraArgs", ["--seed\x001"]).values()
+    assert "'--seed\\x001'" in message
