@@ -17,13 +17,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # Imported here so that `colo plan` never loads Pulumi.
+    stack_file = read_stack_file(args)
+    load_config(stack_file)  # refused here, before the program serialises any of it
+    # Imported only now, so that `colo plan` and a refused render never load Pulumi.
     from colo.components.errors import ProgramError
     from colo.mock_run import run_program
     from colo.render import write_render
 
-    stack_file = read_stack_file(args)
-    load_config(stack_file)  # refused here, before the program serialises any of it
     try:
         program_run = run_program(stack_file, preview=args.preview)
     except ProgramError as exc:
