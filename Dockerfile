@@ -16,7 +16,7 @@ COPY colo ./colo
 # leaves out the rest of pyproject's (Pulumi, pydantic, PyYAML).
 RUN pip install "boto3==1.44.8" && pip install --no-deps . && rm -rf /src
 
-# The UID the pods run every container as (colo.components.containers.RUN_AS); no shell, no home.
+# The UID the pods run every container as (colo.components.pod_security.RUN_AS); no shell, no home.
 RUN groupadd --gid 10001 colo && useradd --uid 10001 --gid 10001 --no-create-home --shell /usr/sbin/nologin colo
 USER 10001:10001
 WORKDIR /

@@ -1,33 +1,48 @@
 # Two entry points, both self-installing: `make local` (the main job on the local stack) and `make test`.
+# Both install exactly what uv.lock pins, into the .venv `pulumi install` fills (Pulumi.yaml: toolchain uv).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+# uv from PATH; on a machine without it, the release uv.lock pins (a test dependency), from PyPI into .uv/.
+UV_VERSION := $(shell awk '/^name = "uv"$$/ { getline; gsub(/version = |"/, ""); print; exit }' uv.lock)
+UV := $(or $(shell command -v uv 2>/dev/null),.uv/bin/uv)
 
-.PHONY: local test lint bench clean
+.PHONY: local test lint bench lock venv uv-version clean
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
-	touch $(STAMP)
+.uv/bin/uv:
+	$(PYTHON) -m venv .uv
+	echo '*' > .uv/.gitignore
+	.uv/bin/python -m pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
+
+## The runtime set `pulumi install` installs, plus the test extra; --locked refuses a stale uv.lock.
+## A no-op in well under a second when nothing changed.
+venv: $(UV)
+	UV_PROJECT_ENVIRONMENT=$(CURDIR)/$(VENV) $(UV) sync --locked --extra test --quiet
 
 ## Plan the local stack and render its Kubernetes manifests into rendered/local/.
-local: $(STAMP)
+local: venv
 	$(BIN)/colo plan --stack local
 	$(BIN)/colo render --stack local --out rendered/local
 
 ## Lint, type-check and run the whole test suite.
-test: $(STAMP)
+test: venv
 	$(BIN)/ruff check colo tests bench __main__.py
 	$(BIN)/ruff format --check colo tests bench __main__.py
 	$(BIN)/mypy
 	$(BIN)/pytest -q -n 2
 
+## Upgrade every pinned package to the newest release pyproject.toml allows, and rewrite uv.lock.
+lock: $(UV)
+	$(UV) lock --upgrade
+
+## The uv release uv.lock pins, for CI steps that install uv themselves.
+uv-version:
+	@echo $(UV_VERSION)
+
 ## Accuracy and speed benchmarks (not part of the test suite).
-bench: $(STAMP)
+bench: venv
 	$(BIN)/python bench/accuracy.py
 	$(BIN)/python bench/speed.py
 
 clean:
-	rm -rf $(VENV) rendered .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .uv rendered .pytest_cache .mypy_cache .ruff_cache

@@ -1,9 +1,18 @@
-"""Budget accuracy against real vLLM startup logs (bench/data/vllm_startup_logs.yaml, each entry cited).
+"""Budget accuracy against public vLLM startup logs (bench/data/vllm_startup_logs.yaml, each entry cited).
 
-For every log that names its model, GPU, utilization and max_model_len, colo sizes the same process and
-compares two figures vLLM prints: "Model loading took X GiB" (weights) and "Available KV cache memory: Y GiB".
-A rule-of-thumb baseline is printed beside it: weights = parameters x bytes per parameter, and
-KV = util x total - weights (what hand-made setups, like the field report's, assume).
+Each usable log is sized through the path `colo estimate` takes (colo.plan.estimate), with the arguments the
+log states, and compared in four groups, each beside the naive rule of thumb:
+
+  weights      "Model loading took X GiB"             colo's weights        naive: params x bytes / TP
+  KV | pool    "GPU KV cache size" tokens and          colo sized with the   naive: pool / (2 x layers x
+               "Maximum concurrency"                   log's KV pool         kv heads x head dim x bytes)
+  KV | util    "Available KV cache memory" and tokens  the full chain from   naive: util x total - params
+                                                       the utilization       x bytes - 0.5 GiB
+  startup      the verdict (started or the error) and  colo's verdict and    naive: fails when its KV
+               the requested GiB                       util x total          cannot hold one request
+
+Logs whose figures informed a constant of colo's catalogs (every `informed_by` list in colo/catalog/*.yaml)
+are reported apart and never counted in the headline figures. Logs colo cannot size are listed with why.
 
 Run: python bench/accuracy.py [--verbose]
 """
@@ -11,203 +20,433 @@ Run: python bench/accuracy.py [--verbose]
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
-import sys
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
+
+from colo.catalog import GIB, GpuLookupError, gpu
+from colo.catalog.architecture import ModelArchitecture
+from colo.config.estimate import EstimateArguments
+from colo.plan.estimate import Estimate, EstimateRefused, estimate
+from colo.plan.weights import parameter_parts
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from colo.catalog import GIB, GpuSpec, gpu  # noqa: E402
-from colo.catalog.architecture import ModelArchitecture  # noqa: E402
-from colo.catalog.models import catalog_architecture  # noqa: E402
-from colo.catalog.vllm_rules import rules_for  # noqa: E402
-from colo.plan.budget import ProcessSpec, size_process  # noqa: E402
-from colo.plan.engine_limits import resolve_limits  # noqa: E402
-from colo.plan.weights import parameter_parts  # noqa: E402
-
 DATA = ROOT / "bench" / "data" / "vllm_startup_logs.yaml"
+CATALOG = ROOT / "colo" / "catalog"
 
-# Fine-tunes and quantized repacks that keep a catalog model's geometry (the log entry's notes say so).
-SAME_GEOMETRY = {
-    "NousResearch/Hermes-3-Llama-3.1-8B": ("meta-llama/Llama-3.1-8B-Instruct", None),
-    "Qwen/Qwen2.5-7B-Instruct-AWQ": ("Qwen/Qwen2.5-7B-Instruct", "awq"),
-}
-GPU_NAMES = {
-    "H100": "H100",
-    "A100 40GB": "A100-40GB",
-    "A100-SXM4-40GB": "A100-40GB",
-    "RTX 3090": "RTX-3090",
-    "L40S": "L40S",
-    "H200": "H200",
-}
-# Logs that print no version: the release their source points to (see each entry's notes).
+# Fine-tunes that keep a catalog model's geometry and dtype (the log entry's notes say so). A quantized
+# repack is a different checkpoint and is not mapped: its model entry has to say how it is quantized.
+SAME_GEOMETRY = {"NousResearch/Hermes-3-Llama-3.1-8B": "meta-llama/Llama-3.1-8B-Instruct"}
+# Logs that print no version: the release their source points to (each entry's notes say why).
 ASSUMED_VERSION = {"llmd_": "0.11.0", "friday_": "0.11.0"}
-# Entries whose figures informed a constant in colo/catalog/vllm_rules.yaml; reported, but flagged.
-INFORMED_CONSTANTS = {"llmd_h100_llama31_8b_16k", "llmd_h100_qwen3_0p6b_16k"}
-# Entries the collector flagged as internally inconsistent.
-UNRELIABLE = {"llmd_h100_gpt_oss_120b_16k"}
+KV_DTYPES = {"auto": "auto", "bf16": "auto", "bfloat16": "auto", "fp16": "auto", "float16": "auto"}
+TOLERANCE = {"weights": 0.03, "kv_pool": 0.02, "kv_util": 0.05, "requested": 0.01}
+NAIVE_OVERHEAD_GIB = 0.5
+# The naive rule's bytes per parameter by quantization method.
+NAIVE_BYTES = {"fp8": 1.0, "compressed-tensors": 1.0, "awq": 0.5, "gptq": 0.5, "nvfp4": 0.5, "mxfp4": 0.5}
+
+
+class Skip(Exception):
+    """colo cannot size this log; the message says why."""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One figure a log prints, what colo predicts and what the naive rule predicts."""
+
+    entry_id: str
+    figure: str
+    logged: float
+    colo: float
+    naive: float
+
+    def error(self, predicted: float) -> float:
+        return abs(predicted - self.logged) / abs(self.logged) if self.logged else float("inf")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    entry_id: str
+    started: bool
+    colo_started: bool
+    naive_started: bool
+    colo_error: str
 
 
 @dataclass
-class Row:
-    entry_id: str
-    model: str
-    gpu: str
-    version: str
-    weights_log: float
-    weights_colo: float
-    weights_rule: float
-    kv_log: float
-    kv_colo: float
-    kv_rule: float
-    flagged: bool
+class Results:
+    comparisons: dict[str, list[Comparison]] = field(default_factory=dict)
+    verdicts: list[Verdict] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+    def add(self, group: str, comparison: Comparison) -> None:
+        self.comparisons.setdefault(group, []).append(comparison)
 
 
-def _architecture(model: str) -> ModelArchitecture | None:
-    base, quantization = SAME_GEOMETRY.get(model, (model, None))
-    try:
-        arch = catalog_architecture(base)
-    except KeyError:
-        return None
-    return arch.with_quantization(quantization) if quantization else arch
+# --- the log's arguments, as `colo estimate` takes them ------------------------------------------------
 
 
-def _gpu(entry: dict[str, Any]) -> GpuSpec | None:
-    name = str(entry.get("gpu") or "")
-    match = next((catalog for key, catalog in GPU_NAMES.items() if key in name), None)
-    if match is None:
-        return None
-    spec = gpu(match)
+def informed_ids(catalog_dir: Path = CATALOG) -> set[str]:
+    """Every log id listed under an `informed_by` key anywhere in the catalog YAML files."""
+
+    def walk(node: Any) -> Iterable[str]:
+        if isinstance(node, Mapping):
+            yield from (str(i) for i in node.get("informed_by") or ())
+            for key, value in node.items():
+                if key != "informed_by":
+                    yield from walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                yield from walk(value)
+
+    return {i for path in sorted(catalog_dir.glob("*.yaml")) for i in walk(yaml.safe_load(path.read_text()))}
+
+
+def _release(entry: Mapping[str, Any]) -> str:
+    text = str(entry.get("vllm_version") or "")
+    match = re.match(r"^(\d+\.\d+\.\d+(?:\.\d+)?(?:\.post\d+)?)(?![\w.+])", text)
+    if match:
+        return match.group(1)
+    assumed = next((v for prefix, v in ASSUMED_VERSION.items() if str(entry["id"]).startswith(prefix)), None)
+    if assumed:
+        return assumed
+    raise Skip(f"vLLM version '{text or 'not printed'}' is not a release")
+
+
+def _gpu(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The GPU as a user would name it; by its printed total when the name finds no single catalog GPU."""
+    stated = str(entry.get("gpu") or "")
+    bare = re.sub(r"\s*\([^)]*\)|\s+x\d+$", "", stated).strip()
+    sizes = [f"{bare} {size}GB" for size in re.findall(r"(\d+)\s*GB", stated)]  # "(80GB variant)"
+    for name in (stated, bare, *sizes):
+        try:
+            return {"gpu": gpu(name).name}
+        except GpuLookupError as exc:
+            reason = str(exc.args[0])
     if entry.get("gpu_total_gib"):
-        spec = replace(spec, cuda_total_bytes=round(float(entry["gpu_total_gib"]) * GIB))
-    return spec
+        return {"gpu_memory_mib": round(float(entry["gpu_total_gib"]) * 1024)}
+    raise Skip(f"GPU: {reason}" if stated else "GPU not named and its total not printed")
 
 
-def _version(entry: dict[str, Any]) -> str | None:
-    if entry.get("vllm_version"):
-        return str(entry["vllm_version"]).split("+")[0]
-    return next((v for prefix, v in ASSUMED_VERSION.items() if entry["id"].startswith(prefix)), None)
-
-
-def _rule_of_thumb_weights(arch: ModelArchitecture) -> float:
-    per_param = {"none": arch.dtype_bytes, "fp8": 1.0, "awq": 0.5, "gptq": 0.5, "nvfp4": 0.5}
-    params = parameter_parts(arch, pooling=False, load_mtp=False).total
-    return params * per_param.get(arch.quantization, 2) / GIB
-
-
-def evaluate(entry: dict[str, Any]) -> Row | str:
-    if entry.get("engine") != "V1":
-        return "V0 engine: colo mirrors the V1 engine only"
-    if entry.get("model_loading_gib") is None or entry.get("available_kv_cache_gib") is None:
-        return "log lacks the weights or the KV figure"
-    arch = _architecture(str(entry.get("model")))
-    gpu_spec = _gpu(entry)
-    version = _version(entry)
-    util = entry.get("gpu_memory_utilization")
-    if arch is None:
-        return f"model {entry.get('model')} not in the catalog"
-    if gpu_spec is None:
-        return f"GPU '{entry.get('gpu')}' not in the catalog (or unified memory)"
-    if version is None or util is None or entry.get("max_model_len") is None:
-        return "version, utilization or max_model_len unknown"
-    try:
-        rules = rules_for(version)
-    except ValueError as exc:
-        return str(exc)
-    limits = resolve_limits(
-        arch,
-        gpu_spec,
-        rules,
-        max_model_len=int(entry["max_model_len"]),
-        max_num_seqs=entry.get("max_num_seqs"),
-        max_num_batched_tokens=entry.get("max_num_batched_tokens"),
-    )
-    spec = ProcessSpec(
-        arch=arch,
-        gpu=gpu_spec,
-        rules=rules,
-        vllm_version=version,
-        limits=limits,
-        kv_cache_dtype=str(entry.get("kv_cache_dtype") or "auto"),
-        enforce_eager=bool(entry.get("enforce_eager")),
-        gpu_memory_utilization=float(util),
-        tensor_parallel_size=int(entry.get("tensor_parallel_size") or 1),
-    )
-    budget = size_process(spec)
-    tp = spec.tensor_parallel_size
-    weights_rule = _rule_of_thumb_weights(arch) / tp
-    return Row(
-        entry_id=entry["id"],
-        model=arch.model_id,
-        gpu=gpu_spec.name,
-        version=version,
-        weights_log=float(entry["model_loading_gib"]),
-        weights_colo=budget.weights_bytes / GIB,
-        weights_rule=weights_rule,
-        kv_log=float(entry["available_kv_cache_gib"]),
-        kv_colo=budget.kv_bytes / GIB,
-        kv_rule=float(util) * gpu_spec.cuda_total_bytes / GIB - weights_rule,
-        flagged=entry["id"] in INFORMED_CONSTANTS,
-    )
-
-
-def _error(predicted: float, logged: float) -> float:
-    return abs(predicted - logged) / abs(logged) if logged else float("inf")
-
-
-def summarize(rows: list[Row]) -> dict[str, tuple[float, float]]:
-    def stats(values: list[float]) -> tuple[float, float]:
-        return (statistics.median(values), max(values)) if values else (float("nan"), float("nan"))
-
-    positive = [r for r in rows if r.kv_log > 0]
+def _speculative(entry: Mapping[str, Any]) -> dict[str, Any]:
+    spec = entry.get("speculative_config")
+    if not spec:
+        return {}
+    text = str(spec)
+    method = re.search(r"'method': '(\w+)'", text)
+    tokens = re.search(r"'num_speculative_tokens': (\d+)", text)
+    if method is None:
+        raise Skip(f"speculative config not one colo reads: {text[:60]}")
     return {
-        "weights colo": stats([_error(r.weights_colo, r.weights_log) for r in rows]),
-        "weights rule of thumb": stats([_error(r.weights_rule, r.weights_log) for r in rows]),
-        "KV colo": stats([_error(r.kv_colo, r.kv_log) for r in positive]),
-        "KV rule of thumb": stats([_error(r.kv_rule, r.kv_log) for r in positive]),
+        "speculative_method": method.group(1),
+        "num_speculative_tokens": int(tokens.group(1)) if tokens else None,
     }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--verbose", action="store_true", help="also list the entries that were skipped")
-    parser.add_argument(
-        "--exclude-informing", action="store_true", help="leave out logs that informed constants"
+def _kv_dtype(entry: Mapping[str, Any]) -> str:
+    raw = str(entry.get("kv_cache_dtype") or "auto").split(" ")[0]
+    if raw.startswith("fp8"):
+        return raw
+    if raw in KV_DTYPES:
+        return KV_DTYPES[raw]
+    raise Skip(f"KV cache dtype {raw} is not modelled")
+
+
+def arguments(entry: Mapping[str, Any]) -> EstimateArguments:
+    """The log's settings as EstimateArguments (validated exactly as the CLI's flags are)."""
+    if entry.get("engine") != "V1":
+        raise Skip("V0 engine: colo mirrors the V1 engine only")
+    model = SAME_GEOMETRY.get(str(entry.get("model")), str(entry.get("model")))
+    values: dict[str, Any] = {
+        "model": model,
+        "vllm_version": _release(entry),
+        "gpu_memory_utilization": entry.get("gpu_memory_utilization"),
+        "max_model_len": entry.get("max_model_len"),
+        "max_num_seqs": entry.get("max_num_seqs"),
+        "max_num_batched_tokens": entry.get("max_num_batched_tokens"),
+        "kv_cache_dtype": _kv_dtype(entry),
+        "enforce_eager": bool(entry.get("enforce_eager")),
+        "tensor_parallel_size": int(entry.get("tensor_parallel_size") or 1),
+        **_gpu(entry),
+        **_speculative(entry),
+    }
+    try:
+        return EstimateArguments.model_validate(values)
+    except ValidationError as exc:
+        raise Skip(
+            "; ".join(f"{e['loc'][0] if e['loc'] else ''}: {e['msg']}" for e in exc.errors())
+        ) from None
+
+
+def _size(args: EstimateArguments, **kwargs: Any) -> Estimate:
+    try:
+        return estimate(args, **kwargs)
+    except EstimateRefused as exc:
+        raise Skip(f"{exc.field}: {exc.message}") from None
+
+
+# --- the naive rule ----------------------------------------------------------------------------------
+
+
+def naive_weights_gib(arch: ModelArchitecture, tp: int) -> float:
+    params = parameter_parts(arch, pooling=False, load_mtp=False).total
+    return params * NAIVE_BYTES.get(arch.quantization, float(arch.dtype_bytes)) / tp / GIB
+
+
+def naive_bytes_per_token(arch: ModelArchitecture, kv_cache_dtype: str) -> float:
+    """Every layer a full-attention layer, every KV head on every rank: 2 x layers x kv heads x dim x bytes."""
+    dtype_bytes = 1 if kv_cache_dtype.startswith("fp8") else arch.dtype_bytes
+    return 2.0 * arch.num_layers * arch.num_kv_heads * arch.head_dim * dtype_bytes
+
+
+def naive_kv_gib(result: Estimate) -> float:
+    spec = result.budget.spec
+    total_gib = result.gpu.cuda_total_bytes / GIB
+    return (
+        spec.utilization * total_gib
+        - naive_weights_gib(result.arch, spec.tensor_parallel_size)
+        - NAIVE_OVERHEAD_GIB
     )
+
+
+# --- the four groups ---------------------------------------------------------------------------------
+
+
+def _weights(entry: Mapping[str, Any], result: Estimate, results: Results) -> None:
+    if entry.get("model_loading_gib") is None:
+        return
+    tp = result.budget.spec.tensor_parallel_size
+    results.add(
+        "weights",
+        Comparison(
+            str(entry["id"]),
+            "weights GiB",
+            float(entry["model_loading_gib"]),
+            result.budget.weights_bytes / GIB,
+            naive_weights_gib(result.arch, tp),
+        ),
+    )
+
+
+def _kv_given_pool(entry: Mapping[str, Any], args: EstimateArguments, results: Results) -> None:
+    pool = entry.get("available_kv_cache_gib")
+    if (
+        pool is None
+        or float(pool) <= 0
+        or (entry.get("kv_cache_tokens") is None and entry.get("max_concurrency") is None)
+    ):
+        return
+    result = _size(args, kv_pool_bytes=round(float(pool) * GIB))
+    capacity = result.budget.capacity
+    if capacity is None:
+        return
+    naive_tokens = float(pool) * GIB / naive_bytes_per_token(result.arch, args.kv_cache_dtype)
+    max_len = result.budget.spec.limits.max_model_len
+    if entry.get("kv_cache_tokens") is not None:
+        logged = float(entry["kv_cache_tokens"])
+        results.add(
+            "kv_pool", Comparison(str(entry["id"]), "KV tokens", logged, capacity.tokens, naive_tokens)
+        )
+    if entry.get("max_concurrency") is not None:
+        logged = float(entry["max_concurrency"])
+        results.add(
+            "kv_pool",
+            Comparison(
+                str(entry["id"]), "max concurrency", logged, capacity.max_concurrency, naive_tokens / max_len
+            ),
+        )
+
+
+def _kv_from_util(entry: Mapping[str, Any], result: Estimate, results: Results) -> None:
+    pool = entry.get("available_kv_cache_gib")
+    if pool is None or (entry.get("startup_error") and float(pool) <= 0):
+        return
+    naive = naive_kv_gib(result)
+    results.add(
+        "kv_util", Comparison(str(entry["id"]), "KV GiB", float(pool), result.budget.kv_bytes / GIB, naive)
+    )
+    capacity = result.budget.capacity
+    if entry.get("kv_cache_tokens") is not None and capacity is not None:
+        per_token = naive_bytes_per_token(result.arch, result.budget.spec.kv_cache_dtype)
+        naive_tokens = max(naive, 0.0) * GIB / per_token
+        logged = float(entry["kv_cache_tokens"])
+        results.add(
+            "kv_util", Comparison(str(entry["id"]), "KV tokens", logged, capacity.tokens, naive_tokens)
+        )
+
+
+def _started(entry: Mapping[str, Any]) -> bool | None:
+    """True: the log shows a KV cache sized and no error; False: a startup error; None: neither."""
+    if entry.get("startup_error"):
+        return False
+    printed = ("available_kv_cache_gib", "kv_cache_tokens", "max_concurrency")
+    return True if any(entry.get(key) is not None for key in printed) else None
+
+
+def _startup(entry: Mapping[str, Any], args: EstimateArguments, result: Estimate, results: Results) -> None:
+    started = _started(entry)
+    if started is None:
+        return
+    if entry.get("free_at_startup_gib") is not None:
+        # The log prints free memory after the process's own context; colo takes it before.
+        free = float(entry["free_at_startup_gib"]) + result.budget.context_bytes / GIB
+        result = _size(args.model_copy(update={"free_memory_gib": free}))
+    budget = result.budget
+    per_token = naive_bytes_per_token(result.arch, budget.spec.kv_cache_dtype)
+    naive_started = naive_kv_gib(result) * GIB >= per_token * budget.spec.limits.max_model_len
+    errors = [budget.startup.message, *budget.errors]
+    results.verdicts.append(
+        Verdict(str(entry["id"]), started, budget.ok, naive_started, next((e for e in errors if e), ""))
+    )
+    if entry.get("requested_gib") is not None:
+        requested = budget.requested_bytes / GIB
+        naive = budget.spec.utilization * result.gpu.cuda_total_bytes / GIB
+        results.add(
+            "requested",
+            Comparison(str(entry["id"]), "requested GiB", float(entry["requested_gib"]), requested, naive),
+        )
+
+
+def evaluate(entry: Mapping[str, Any], results: Results) -> None:
+    """Every comparison this log allows, added to `results`; Skip when colo cannot size it."""
+    args = arguments(entry)
+    result = _size(args)
+    _weights(entry, result, results)
+    _kv_given_pool(entry, args, results)
+    _kv_from_util(entry, result, results)
+    _startup(entry, args, result, results)
+
+
+def run(entries: Iterable[Mapping[str, Any]]) -> Results:
+    results = Results()
+    for entry in entries:
+        if not entry.get("usable"):
+            results.skipped.append((str(entry["id"]), f"not usable: {entry.get('excluded_because')}"))
+            continue
+        try:
+            evaluate(entry, results)
+        except Skip as exc:
+            results.skipped.append((str(entry["id"]), str(exc)))
+    return results
+
+
+# --- summaries -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Summary:
+    count: int
+    within: int
+    median: float
+    worst: float
+
+
+def summarize(
+    comparisons: list[Comparison], tolerance: float, pick: Callable[[Comparison], float]
+) -> Summary:
+    errors = [c.error(pick(c)) for c in comparisons]
+    if not errors:
+        return Summary(0, 0, float("nan"), float("nan"))
+    return Summary(len(errors), sum(e <= tolerance for e in errors), statistics.median(errors), max(errors))
+
+
+def verdict_counts(verdicts: list[Verdict]) -> tuple[int, int, int, int]:
+    """(logs, failures among them, colo right, naive right)."""
+    return (
+        len(verdicts),
+        sum(not v.started for v in verdicts),
+        sum(v.colo_started == v.started for v in verdicts),
+        sum(v.naive_started == v.started for v in verdicts),
+    )
+
+
+def split(results: Results, informed: set[str]) -> tuple[Results, Results]:
+    """The headline results, and those of logs that informed a constant (reported apart)."""
+    headline, flagged = Results(skipped=results.skipped), Results()
+    for group, comparisons in results.comparisons.items():
+        for c in comparisons:
+            (flagged if c.entry_id in informed else headline).add(group, c)
+    for v in results.verdicts:
+        (flagged if v.entry_id in informed else headline).verdicts.append(v)
+    return headline, flagged
+
+
+GROUPS = [
+    ("weights", "weights GiB", TOLERANCE["weights"]),
+    ("kv_pool", "KV tokens / max concurrency, given the KV pool", TOLERANCE["kv_pool"]),
+    ("kv_util", "KV GiB and tokens from utilization alone", TOLERANCE["kv_util"]),
+    ("requested", "startup: requested GiB", TOLERANCE["requested"]),
+]
+
+
+def _cell(summary: Summary) -> str:
+    if not summary.count:
+        return "no log sized"
+    return f"{summary.within}/{summary.count}, median {summary.median:.2%}, worst {summary.worst:.1%}"
+
+
+def _line(label: str, tolerance: float, comparisons: list[Comparison]) -> str:
+    colo = summarize(comparisons, tolerance, lambda c: c.colo)
+    naive = summarize(comparisons, tolerance, lambda c: c.naive)
+    return f"| {label} within {tolerance:.0%} | {_cell(colo)} | {_cell(naive)} |"
+
+
+def table(results: Results) -> list[str]:
+    lines = ["| group | colo | naive rule |", "|---|---|---|"]
+    for group, label, tolerance in GROUPS:
+        lines.append(_line(label, tolerance, results.comparisons.get(group, [])))
+    logs, failures, colo_right, naive_right = verdict_counts(results.verdicts)
+    lines.append(
+        f"| startup verdicts ({failures} real failures) | {colo_right}/{logs} | {naive_right}/{logs} |"
+    )
+    return lines
+
+
+def _details(results: Results) -> list[str]:
+    lines = []
+    for group, comparisons in results.comparisons.items():
+        for c in comparisons:
+            lines.append(
+                f"  {group:9} {c.entry_id:58} {c.figure:16} log {c.logged:>11.2f}  colo {c.colo:>11.2f} "
+                f"({c.error(c.colo):6.1%})  naive {c.naive:>11.2f} ({c.error(c.naive):6.1%})"
+            )
+    for v in results.verdicts:
+        mark = "ok  " if v.colo_started == v.started else "MISS"
+        lines.append(
+            f"  startup   {v.entry_id:58} {'started' if v.started else 'failed':8} colo {mark} naive "
+            f"{'ok' if v.naive_started == v.started else 'MISS'} {v.colo_error[:70]}"
+        )
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--verbose", action="store_true", help="also print every comparison and every skip")
     args = parser.parse_args()
     entries = yaml.safe_load(DATA.read_text())["entries"]
-    rows: list[Row] = []
-    skipped: list[tuple[str, str]] = []
-    for entry in entries:
-        if entry["id"] in UNRELIABLE:
-            skipped.append((entry["id"], "flagged inconsistent by its collector"))
-            continue
-        result = evaluate(entry)
-        if isinstance(result, Row):
-            if not (args.exclude_informing and result.flagged):
-                rows.append(result)
-        else:
-            skipped.append((entry["id"], result))
-    header = f"{'entry':44} {'vLLM':7} {'W log':>6} {'W colo':>7} {'W rule':>7} {'KV log':>7} {'KV colo':>8} {'KV rule':>8}"
-    print(header)
-    for r in rows:
-        mark = " *" if r.flagged else ""
-        print(
-            f"{r.entry_id:44} {r.version:7} {r.weights_log:6.2f} {r.weights_colo:7.2f} {r.weights_rule:7.2f} "
-            f"{r.kv_log:7.2f} {r.kv_colo:8.2f} {r.kv_rule:8.2f}{mark}"
-        )
-    print(f"\n{len(rows)} logs compared, {len(skipped)} skipped; * = informed a constant in vllm_rules.yaml")
-    for label, (median, worst) in summarize(rows).items():
-        print(f"{label:24} median error {median:6.1%}   worst {worst:6.1%}")
+    informed = informed_ids()
+    headline, flagged = split(run(entries), informed)
+    print(
+        f"{len(entries)} logs, {sum(1 for e in entries if e.get('usable'))} usable; {len(headline.skipped)} not sized"
+    )
+    print("\nCounts are figures compared (a log may print both a GiB and a token figure).")
+    print("\nHeadline (logs that informed no constant):")
+    print("\n".join(table(headline)))
+    print(f"\nLogs that informed a constant ({', '.join(sorted(informed))}), reported apart:")
+    print("\n".join(table(flagged)))
     if args.verbose:
-        print("\nskipped:")
-        for entry_id, reason in skipped:
-            print(f"  {entry_id}: {reason}")
+        print("\nEvery comparison (headline, then informed):")
+        print("\n".join(_details(headline) + _details(flagged)))
+        print("\nNot sized:")
+        print("\n".join(f"  {entry_id}: {reason}" for entry_id, reason in headline.skipped))
     return 0
 
 

@@ -38,6 +38,16 @@ class ConfigError(ColoError):
         )
 
 
+class ArgumentsError(ConfigError):
+    """Command-line arguments are invalid (each problem names its flag): nothing was sized."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__(problems)
+        count = len(problems)
+        self.heading = f"invalid arguments ({count} problem{'s' if count != 1 else ''}):"
+        self.args = (self.render(),)
+
+
 class InfeasiblePlanError(ColoError):
     """The config is valid but some GPU does not fit: nothing is deployed."""
 

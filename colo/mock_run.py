@@ -2,6 +2,11 @@
 
 The Pulumi CLI is not needed: the stack file is merged with Pulumi.yaml the way the CLI does it
 (colo.stackfiles), handed to the SDK with set_all_config, and every resource registration is recorded.
+
+Only public SDK API is used (reset_options, set_all_config, set_mocks and the Mocks interface, a stack
+transformation for resource options), except one attribute: the root Stack's `outputs`, where
+`pulumi.export` keeps the program's exports. pyproject pins the SDK range this was tested on, and
+tests/cli/test_pulumi_sdk.py fails with a plain message when the SDK changes what render relies on.
 """
 
 from __future__ import annotations
@@ -13,8 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
-from pulumi.runtime import settings
-from pulumi.runtime.mocks import MockMonitor
 
 from colo.stackfiles import REPO_ROOT, StackFile, load_stack
 
@@ -34,10 +37,9 @@ class Recorded:
 class RecordedOptions:
     """Resource options the engine would act on; the mock runtime only passes them along."""
 
-    parent: str
+    parent: str  # the parent's URN
     delete_before_replace: bool
     custom_timeouts: dict[str, str]
-    depends_on: tuple[str, ...]
 
 
 InvokeHandler = Callable[[str, dict[str, Any]], dict[str, Any]]
@@ -95,30 +97,49 @@ class RecordingMocks(pulumi.runtime.Mocks):
         return self.options[(resource.type, resource.name)]
 
 
-class RecordingMonitor(MockMonitor):
-    """Also keeps the resource options of every registration, which Mocks.new_resource never sees."""
+class OptionsRecorder:
+    """A stack transformation that notes the options each resource is declared with (Mocks.new_resource
+    never sees them). Parents are resolved to their URNs once the program has run."""
 
-    def __init__(self, mocks: RecordingMocks) -> None:
-        super().__init__(mocks)
-        self.recording = mocks
+    def __init__(self) -> None:
+        self._declared: list[tuple[str, str, pulumi.Resource, pulumi.ResourceOptions]] = []
 
-    def RegisterResource(self, request: Any) -> Any:  # the gRPC method's name
-        timeouts = request.customTimeouts
-        self.recording.options[(request.type, request.name)] = RecordedOptions(
-            parent=request.parent,
-            delete_before_replace=bool(request.deleteBeforeReplace),
-            custom_timeouts={
-                key: value
-                for key, value in (
-                    ("create", timeouts.create),
-                    ("update", timeouts.update),
-                    ("delete", timeouts.delete),
+    def __call__(self, args: pulumi.ResourceTransformationArgs) -> None:
+        parent = args.opts.parent or pulumi.runtime.get_root_resource()
+        assert parent is not None
+        self._declared.append((args.type_, args.name, parent, args.opts))
+
+    def resolve_into(self, mocks: RecordingMocks) -> pulumi.Output[None]:
+        def record(parents: list[str]) -> None:
+            for (type_, name, _, opts), parent in zip(self._declared, parents, strict=True):
+                timeouts = opts.custom_timeouts
+                mocks.options[(type_, name)] = RecordedOptions(
+                    parent=parent,
+                    delete_before_replace=bool(opts.delete_before_replace),
+                    custom_timeouts={
+                        key: value
+                        for key, value in (
+                            ("create", timeouts.create if timeouts else None),
+                            ("update", timeouts.update if timeouts else None),
+                            ("delete", timeouts.delete if timeouts else None),
+                        )
+                        if value
+                    },
                 )
-                if value
-            },
-            depends_on=tuple(request.dependencies),
+
+        return pulumi.Output.all(*(parent.urn for _, _, parent, _ in self._declared)).apply(record)
+
+
+def stack_outputs() -> dict[str, Any]:
+    """What the program exported: the root Stack keeps it in `outputs` (the one non-public attribute)."""
+    root = pulumi.runtime.get_root_resource()
+    outputs = getattr(root, "outputs", None)
+    if not isinstance(outputs, dict):
+        raise RuntimeError(
+            "the Pulumi SDK's root Stack no longer keeps exported values in .outputs; colo.mock_run reads "
+            "them there (see tests/cli/test_pulumi_sdk.py)"
         )
-        return super().RegisterResource(request)  # type: ignore[no-untyped-call]
+    return outputs
 
 
 @dataclass
@@ -138,23 +159,18 @@ def run_program(
     stack_file = load_stack(stack) if isinstance(stack, str) else stack
     config, secret_keys = stack_file.engine_config(SECRET_PLACEHOLDER)
     mocks = mocks or RecordingMocks()
-    settings.ROOT.set(None)  # private API: a fresh root Stack for every run in this process
+    pulumi.runtime.reset_options()  # a fresh root Stack for every run in this process
     pulumi.runtime.set_all_config(config, secret_keys)
-    pulumi.runtime.set_mocks(
-        mocks,
-        project=stack_file.project,
-        stack=stack_file.stack,
-        preview=preview,
-        monitor=RecordingMonitor(mocks),
-    )
+    pulumi.runtime.set_mocks(mocks, project=stack_file.project, stack=stack_file.stack, preview=preview)
+    recorder = OptionsRecorder()
+    pulumi.runtime.register_stack_transformation(recorder)
     result = ProgramRun(mocks)
 
     @pulumi.runtime.test  # type: ignore[untyped-decorator]
-    def _run() -> pulumi.Output[None]:
+    def _run() -> pulumi.Output[Any]:
         runpy.run_path(str(program), run_name="__main__")
-        root = settings.get_root_resource()
-        assert root is not None
-        return pulumi.Output.all(**root.outputs).apply(result.outputs.update)  # type: ignore[attr-defined]
+        exported = pulumi.Output.all(**stack_outputs()).apply(result.outputs.update)
+        return pulumi.Output.all(exported, recorder.resolve_into(mocks))
 
     _run()
     return result

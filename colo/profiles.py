@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from colo.config import StackConfig
-from colo.plan.stack import S3Profile
+from colo.plan.pair import S3Profile
 
 
 def s3_profile_reader(config: StackConfig) -> S3Profile | None:
-    servers = [s for p in config.pairs for s in (p.llm, p.embedding, p.reranker) if s is not None]
+    servers = [s for p in config.pairs for _, s in p.servers()]
     if not any(s.profile and s.profile.startswith("s3://") for s in servers):
         return None
     from colo.aws.s3_profile import read_s3_profile

@@ -15,6 +15,8 @@ from pulumi.runtime.config import CONFIG, get_config_env, is_config_secret
 from colo.components.errors import ProgramError
 from colo.config import StackConfig, parse_stack_config
 from colo.errors import ColoError, InfeasiblePlanError
+from colo.plan.kubernetes_spec import kubernetes_spec
+from colo.plan.node_pool import managed_node_pool
 from colo.plan.report import plan_view
 from colo.plan.stack import Plan, make_plan
 from colo.profiles import s3_profile_reader
@@ -58,13 +60,14 @@ def run() -> None:
     try:
         config, hf_token = read_config()
         plan = plan_stack(config)
+        pool, cluster = managed_node_pool(config, plan), kubernetes_spec(config, plan)
     except ColoError as error:
         raise ProgramError(error) from None
     # AWS side (GPU node pool) first: the Kubernetes side depends on its nodes when colo manages them.
     from colo.components.node_pool import declare_node_pool
 
-    node_pool = declare_node_pool(config, plan)
+    node_pool = declare_node_pool(pool)
     from colo.components.kubernetes import declare_kubernetes
 
-    declare_kubernetes(config, plan, hf_token=hf_token, depends_on=[node_pool] if node_pool else [])
+    declare_kubernetes(cluster, hf_token=hf_token, depends_on=[node_pool] if node_pool else [])
     pulumi.export("plan", plan_view(plan))

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pulumi.runtime.rpc import is_rpc_secret, unwrap_rpc_secret
 
 from colo.mock_run import ProgramRun, Recorded
 
@@ -54,16 +55,12 @@ class Manifest:
         return header + yaml.dump(self.body, Dumper=_Dumper, sort_keys=False, width=120)
 
 
-# How the Pulumi wire format marks a secret value (pulumi.runtime.rpc's _special_sig_key/_special_secret_sig).
-_SIG_KEY, _SECRET_SIG = "4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270"
-
-
 def plain(value: Any) -> Any:
     """Floats that are whole numbers back to ints; secrets replaced; mapping keys in a stable order."""
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, dict) and value.get(_SIG_KEY) == _SECRET_SIG:
-        inner = value.get("value")
+    if is_rpc_secret(value):  # the mock runtime hands secret inputs over still wrapped
+        inner = unwrap_rpc_secret(value)
         return (
             dict.fromkeys(sorted(inner), SECRET_PLACEHOLDER)
             if isinstance(inner, dict)

@@ -145,9 +145,7 @@ def s3_uris(config: StackConfig) -> list[tuple[str, str]]:
     """(config path, uri) of every s3:// profile and weightsUri."""
     found = []
     for index, pair in enumerate(config.pairs):
-        for role, server in (("llm", pair.llm), ("embedding", pair.embedding), ("reranker", pair.reranker)):
-            if server is None:
-                continue
+        for role, server in pair.servers():
             for field, value in (("profile", server.profile), ("weightsUri", server.weights_uri)):
                 if value and value.startswith("s3://"):
                     found.append((f"colo:pairs[{index}].{role}.{field}", value))

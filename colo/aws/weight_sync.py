@@ -237,14 +237,56 @@ def _published_intact(
     }
 
 
-def sync(source: str, target: Path, *, s3: Any = None, log: Log = print, verify: bool = False) -> SyncResult:
-    where = parse_s3_prefix(source)
-    s3 = s3 or client("s3")
-    remote = list_remote(s3, where)
+def _check_listing(where: S3Prefix, remote: list[RemoteFile]) -> None:
     if not remote:
         raise SyncError(f"no objects under {where}: check weightsUri and that the model was uploaded there")
     if not any(f.name == "config.json" for f in remote):
         raise SyncError(f"{where} holds no config.json, so it is not a model directory vLLM can load")
+
+
+@dataclass(frozen=True)
+class _Update:
+    """One run's inputs for filling the staging directory."""
+
+    s3: Any
+    where: S3Prefix
+    target: Path
+    staging: Path
+    intact: set[str]  # published files that may be reused
+    verify: bool
+    log: Log
+
+
+def _fill_staging(
+    run: _Update, remote: list[RemoteFile], state: dict[str, Any]
+) -> tuple[list[str], list[str]]:
+    """Stage every listed file: keep what an earlier run verified, link what the published copy holds
+    unchanged, download the rest. Returns (downloaded, reused)."""
+    verified: dict[str, Any] = state.setdefault("verified", {})
+    downloaded: list[str] = []
+    reused: list[str] = []
+    for remote_file in remote:
+        name = remote_file.name
+        staged = _matches(run.staging, verified.get(name), remote_file)
+        if staged and (not run.verify or _intact(run.s3, run.where.bucket, run.staging, remote_file)):
+            reused.append(name)
+        elif name in run.intact:
+            _reuse(run.target, run.staging, name)
+            verified[name] = remote_file.record
+            _write_json(run.staging / STAGING_STATE, state)
+            reused.append(name)
+        else:
+            run.log(f"copying {name} ({remote_file.size} bytes)")
+            _stage_file(run.s3, run.where.bucket, remote_file, run.staging, state, run.log)
+            downloaded.append(name)
+    return downloaded, reused
+
+
+def sync(source: str, target: Path, *, s3: Any = None, log: Log = print, verify: bool = False) -> SyncResult:
+    where = parse_s3_prefix(source)
+    s3 = s3 or client("s3")
+    remote = list_remote(s3, where)
+    _check_listing(where, remote)
     listing = {f.name: f.record for f in remote}
     if target.exists() and retired_dir(target).exists():  # a run stopped before removing the previous copy
         shutil.rmtree(retired_dir(target))
@@ -257,23 +299,8 @@ def sync(source: str, target: Path, *, s3: Any = None, log: Log = print, verify:
 
     staging = staging_dir(target)
     state = _staging_state(staging, where)
-    verified: dict[str, Any] = state.setdefault("verified", {})
-    downloaded: list[str] = []
-    reused: list[str] = []
-    for remote_file in remote:
-        name = remote_file.name
-        staged = _matches(staging, verified.get(name), remote_file)
-        if staged and (not verify or _intact(s3, where.bucket, staging, remote_file)):
-            reused.append(name)
-        elif name in intact:
-            _reuse(target, staging, name)
-            verified[name] = remote_file.record
-            _write_json(staging / STAGING_STATE, state)
-            reused.append(name)
-        else:
-            log(f"copying {name} ({remote_file.size} bytes)")
-            _stage_file(s3, where.bucket, remote_file, staging, state, log)
-            downloaded.append(name)
+    run = _Update(s3, where, target, staging, intact, verify, log)
+    downloaded, reused = _fill_staging(run, remote, state)
     _prune(staging, set(listing))
     _write_json(staging / COMPLETE_MARKER, {"source": str(where), "files": listing})
     (staging / STAGING_STATE).unlink(missing_ok=True)

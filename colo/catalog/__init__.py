@@ -9,68 +9,43 @@ from typing import Any
 
 import yaml
 
-GIB = 1024**3
-MIB = 1024**2
-DEFAULT_CUBLAS_MIB = 118  # measured on H200 (gpus.yaml); used where a GPU has no figure of its own
+from colo.catalog.gpus import (
+    GpuLookupError,
+    GpuSpec,
+    gpu,
+    gpu_aliases,
+    gpu_by_memory,
+    gpu_candidates,
+    gpu_names,
+    resolve_gpu,
+)
+from colo.catalog.units import GIB, MIB
 
-
-@dataclass(frozen=True)
-class GpuSpec:
-    name: str
-    cuda_total_bytes: int
-    context_bytes: int
-    cublas_bytes: int
-    nvidia_smi_total_mib: int | None
-    ec2_memory_mib: int | None
-    sources: dict[str, str]
-
-    @property
-    def cuda_total_gib(self) -> float:
-        return self.cuda_total_bytes / GIB
-
-    @property
-    def cuda_total_mib(self) -> float:
-        return self.cuda_total_bytes / MIB
+__all__ = [
+    "GIB",
+    "MIB",
+    "GpuLookupError",
+    "GpuSpec",
+    "InstanceType",
+    "gpu",
+    "gpu_aliases",
+    "gpu_by_memory",
+    "gpu_candidates",
+    "gpu_names",
+    "instance_type",
+    "instance_type_names",
+    "resolve_gpu",
+]
 
 
 def _yaml(name: str) -> Any:
     return yaml.safe_load(resources.files("colo.catalog").joinpath(name).read_text())
 
 
-@cache
-def _gpus() -> dict[str, GpuSpec]:
-    table: dict[str, GpuSpec] = {}
-    for name, entry in _yaml("gpus.yaml")["gpus"].items():
-        table[name] = GpuSpec(
-            name=name,
-            # vLLM prints round(bytes / 2**30, 2); a MiB figure, where known, is more precise.
-            cuda_total_bytes=int(entry["cuda_total_mib"]) * MIB
-            if "cuda_total_mib" in entry
-            else round(float(entry["cuda_total_gib"]) * GIB),
-            context_bytes=int(entry["context_mib"]) * MIB,
-            cublas_bytes=int(entry.get("cublas_mib", DEFAULT_CUBLAS_MIB)) * MIB,
-            nvidia_smi_total_mib=entry.get("nvidia_smi_total_mib"),
-            ec2_memory_mib=entry.get("ec2_memory_mib"),
-            sources=dict(entry.get("sources", {})),
-        )
-    return table
-
-
-def gpu_names() -> list[str]:
-    return sorted(_gpus())
-
-
-def gpu(name: str) -> GpuSpec:
-    table = _gpus()
-    if name not in table:
-        raise KeyError(f"unknown GPU '{name}'; known: {', '.join(sorted(table))}")
-    return table[name]
-
-
 @dataclass(frozen=True)
 class InstanceType:
     name: str
-    gpu: str
+    gpu: str  # a catalog GPU name: instance_types.yaml may write any alias, the lookup resolves it
     gpus: int
     vcpus: int
     memory_mib: int
@@ -78,10 +53,10 @@ class InstanceType:
 
 @cache
 def _instance_types() -> dict[str, InstanceType]:
-    return {
-        name: InstanceType(name=name, **entry)
-        for name, entry in _yaml("instance_types.yaml")["instance_types"].items()
-    }
+    table: dict[str, InstanceType] = {}
+    for name, entry in _yaml("instance_types.yaml")["instance_types"].items():
+        table[name] = InstanceType(name=name, **{**entry, "gpu": gpu(str(entry["gpu"])).name})
+    return table
 
 
 def instance_type(name: str) -> InstanceType | None:

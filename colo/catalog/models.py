@@ -12,7 +12,8 @@ from typing import Any
 
 import yaml
 
-from colo.catalog.architecture import ArchitectureError, ModelArchitecture, from_hf_config
+from colo.catalog.architecture import ArchitectureError, ModelArchitecture
+from colo.catalog.hf_config import from_hf_config
 from colo.catalog.safetensors import read_local_headers, tensor_bytes_by_part
 from colo.files import MIB, decode_utf8, read_bounded
 

@@ -1,50 +1,88 @@
 """The memory rules of each supported vLLM release, loaded from vllm_rules.yaml.
 
-One field per rule that changed between releases, named after what vLLM calls it; the YAML says which source
-file of which release each value was read from.
+Every decision that depends on the vLLM release is a typed field of `VllmRules`, named after what vLLM calls
+it; vllm_rules.yaml gives its value per release range and the source file it was read from. This module is
+the only place that compares vLLM versions: everything else asks `rules_for(version)` and reads fields.
+
+Adding a rule: one field here (with a comment saying what it decides), and its value in vllm_rules.yaml in the
+first range and in each range where it changes. The loader refuses a range that lacks a field or carries a
+key no field declares, naming the key and the range.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from functools import cache
 from importlib import resources
-from typing import Any
+from itertools import pairwise
+from typing import Any, Literal
 
 import yaml
+from packaging.version import InvalidVersion, Version
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+RULES_FILE = "vllm_rules.yaml"
+GIB = 1024**3
 
 
-def parse_version(text: str) -> tuple[int, ...]:
-    parts = text.split(".post")[0].split(".")
-    return tuple(int(p) for p in parts)
+class VllmRulesFileError(Exception):
+    """vllm_rules.yaml does not match the fields declared here; the message names the key and the range."""
 
 
-@dataclass(frozen=True)
-class VllmRules:
-    """What changed between releases; each field is documented in vllm_rules.yaml."""
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class BatchTier(_Strict):
+    """One tier of `EngineArgs.get_batch_defaults` for the OpenAI server: the first tier whose memory floor
+    the GPU reaches, and whose excluded device names it does not carry, gives the defaults."""
+
+    min_gib: int
+    except_devices: tuple[str, ...]  # lower-case substrings of the device name (vLLM lowers it too)
+    max_num_batched_tokens: int
+    max_num_seqs: int
+
+    def applies_to(self, gpu_name: str, total_bytes: int) -> bool:
+        name = gpu_name.lower()
+        return total_bytes >= self.min_gib * GIB and not any(device in name for device in self.except_devices)
+
+
+class VllmRules(_Strict):
+    """What changed between releases; vllm_rules.yaml cites the source of every value."""
 
     first: str
     last: str
     default_gpu_memory_utilization: float
-    requested_memory_ceil: bool
-    cudagraph_estimate_subtracted: bool
-    v2_runner: str
-    v2_estimate_zero: bool
-    cudagraph_mode: str
-    capture_rule: str
+    requested_memory_ceil: bool  # request_memory rounds total * util up
+    cudagraph_estimate_subtracted: bool  # determine_available_memory takes the graph estimate off the KV pool
+    # VllmConfig.use_v2_model_runner defaults (generate models only, unless every model runs it):
+    v2_runner_every_model: bool
+    v2_runner_architectures: tuple[str, ...]  # DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES
+    v2_runner_listed_dense_unquantized_only: bool  # listed architectures, and only when not MoE or quantized
+    v2_runner_every_dense_text_model: bool  # every non-hybrid model that is not MoE, and the listed MoE ones
+    v2_estimate_zero: bool  # the V2 runner's profile_cudagraph_memory returns 0
+    cudagraph_mode: Literal["PIECEWISE", "FULL_AND_PIECEWISE"]
+    capture_rule: Literal["step8", "step8_then16"]
     capture_spec_multiplier: bool
     capture_append_max_num_batched_tokens: bool
     capture_append_max_num_seqs: bool
-    kv_tokens_from_concurrency: bool
+    kv_tokens_from_concurrency: bool  # "GPU KV cache size" = int(max_concurrency * max_model_len)
     null_block_reserved: bool
     sliding_inflight_batches: int
-    batch_tier_160gib: bool
+    batch_tiers: tuple[BatchTier, ...]  # in the order get_batch_defaults tests them
     has_kv_cache_memory_bytes: bool
-    cublas_in_baseline: bool
+    cublas_in_baseline: bool  # cuBLAS handles exist before the startup snapshot
     error_names_device: bool
-    topk_topp_sorts: bool
-    uuid_in_cuda_visible_devices: bool
+    topk_topp_sorts: bool  # the dummy sampler run sorts [rows, vocab] logits
+    uuid_in_cuda_visible_devices: bool  # CUDA_VISIBLE_DEVICES=GPU-<uuid> resolves (else an index is needed)
     source: str
+
+    @model_validator(mode="after")
+    def _a_tier_for_every_gpu(self) -> VllmRules:
+        last = self.batch_tiers[-1] if self.batch_tiers else None
+        if last is None or last.min_gib != 0 or last.except_devices:
+            raise ValueError("batch_tiers must end with a tier for every GPU (min_gib 0, no except_devices)")
+        return self
 
     @property
     def label(self) -> str:
@@ -58,66 +96,132 @@ class VllmRules:
             f"utilization or reduce GPU memory used by other processes."
         )
 
+    def runs_v2_model_runner(
+        self, *, architecture: str, generate: bool, moe: bool, hybrid: bool, quantized: bool
+    ) -> bool:
+        """`VllmConfig.use_v2_model_runner` by default (docs/vllm-memory-rules.md §3)."""
+        if self.v2_runner_every_model:
+            return True
+        if not generate:
+            return False
+        listed = architecture in self.v2_runner_architectures
+        if self.v2_runner_every_dense_text_model:
+            return not hybrid and (listed or not moe)
+        if self.v2_runner_listed_dense_unquantized_only:
+            return listed and not (moe or quantized)
+        return listed
 
-_V2_LISTED_SIX = {
-    "Qwen3ForCausalLM",
-    "DeepseekV2ForCausalLM",
-    "Qwen2MoeForCausalLM",
-    "GraniteMoeForCausalLM",
-    "LlamaForCausalLM",
-    "MistralForCausalLM",
-}
+    def batch_defaults(self, gpu_name: str, total_bytes: int) -> BatchTier:
+        """The OpenAI server's max_num_batched_tokens / max_num_seqs defaults on this GPU."""
+        return next(tier for tier in self.batch_tiers if tier.applies_to(gpu_name, total_bytes))
 
 
-def runs_v2_model_runner(
-    rules: VllmRules, *, architecture: str, generate: bool, moe: bool, hybrid: bool, quantized: bool
-) -> bool:
-    """`VllmConfig.use_v2_model_runner` defaults, release by release (docs/vllm-memory-rules.md §3)."""
-    kind = rules.v2_runner
-    if kind == "none":
-        return False
-    if kind == "all":
-        return True
-    if not generate:
-        return False
-    if kind == "qwen3_dense":
-        return architecture == "Qwen3ForCausalLM" and not moe and not quantized
-    if kind == "qwen3_llama_mistral_dense":
-        return architecture in {"Qwen3ForCausalLM", "LlamaForCausalLM", "MistralForCausalLM"} and not (
-            moe or quantized
-        )
-    if kind == "listed_six":
-        return architecture in _V2_LISTED_SIX
-    if kind == "dense_text":
-        listed_moe = {"DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM"}
-        return not hybrid and (not moe or architecture in listed_moe)
-    raise ValueError(f"unknown v2_runner rule {kind!r}")
+class MeasuredConstants(_Strict):
+    """Version-independent figures no source file states; vllm_rules.yaml says where each was measured."""
+
+    non_torch_growth_mib: int
+    non_torch_growth_mib_cublas_in_baseline: int
+    cudagraph_kib_per_graph_layer: int
+    cudagraph_kib_per_graph_layer_hybrid: int
+    sampler_bytes_per_logit: int
+    sampler_bytes_per_logit_sorting: int
+    post_profile_mib: int
+    # Public log ids (bench/data/vllm_startup_logs.yaml) whose figures informed a constant above: the
+    # accuracy benchmark reports them apart, never as evidence for the constant they informed.
+    informed_by: tuple[str, ...]
+
+
+class RulesCatalog(_Strict):
+    releases: tuple[VllmRules, ...]  # oldest first
+    constants: MeasuredConstants
+
+
+def _version(text: str) -> Version:
+    """A final release (post releases included); pre-, dev- and local builds have no mirrored rules."""
+    try:
+        version = Version(text)
+    except InvalidVersion:
+        version = None
+    if version is None or version.is_prerelease or version.is_devrelease or version.local:
+        raise ValueError(f"'{text}' is not a vLLM release number; write it like 0.11.0")
+    return version
+
+
+def _problems(error: ValidationError) -> list[str]:
+    problems = []
+    for detail in error.errors():
+        key = ".".join(str(part) for part in detail["loc"]) or "<entry>"
+        if detail["type"] == "extra_forbidden":
+            problems.append(f"unknown key '{key}'")
+        elif detail["type"] == "missing":
+            problems.append(f"missing key '{key}'")
+        else:
+            problems.append(f"'{key}': {detail['msg']}")
+    return problems
+
+
+def _release(entry: Mapping[str, Any]) -> VllmRules:
+    where = f"releases {entry.get('first', '?')}-{entry.get('last', '?')}"
+    try:
+        rules = VllmRules.model_validate(entry)
+        first, last = _version(rules.first), _version(rules.last)
+    except ValidationError as exc:
+        raise VllmRulesFileError(f"{RULES_FILE}, {where}: {'; '.join(_problems(exc))}") from None
+    except ValueError as exc:
+        raise VllmRulesFileError(f"{RULES_FILE}, {where}: {exc}") from None
+    if last < first:
+        raise VllmRulesFileError(f"{RULES_FILE}, {where}: last is before first")
+    return rules
+
+
+def parse_rules(data: Mapping[str, Any]) -> RulesCatalog:
+    """Validate vllm_rules.yaml's content (merge keys already resolved by the YAML loader)."""
+    unknown = sorted(set(data) - set(RulesCatalog.model_fields))
+    if unknown:
+        raise VllmRulesFileError(f"{RULES_FILE}: unknown top-level key '{unknown[0]}'")
+    releases = sorted(
+        (_release(entry) for entry in data.get("releases") or ()), key=lambda r: _version(r.first)
+    )
+    if not releases:
+        raise VllmRulesFileError(f"{RULES_FILE}: no releases")
+    for earlier, later in pairwise(releases):
+        if _version(later.first) <= _version(earlier.last):
+            raise VllmRulesFileError(f"{RULES_FILE}: releases {later.label} overlap {earlier.label}")
+    try:
+        constants = MeasuredConstants.model_validate(data.get("constants"))
+    except ValidationError as exc:
+        raise VllmRulesFileError(f"{RULES_FILE}, constants: {'; '.join(_problems(exc))}") from None
+    return RulesCatalog(releases=tuple(releases), constants=constants)
 
 
 @cache
-def _load() -> tuple[list[VllmRules], dict[str, Any]]:
-    text = resources.files("colo.catalog").joinpath("vllm_rules.yaml").read_text()
-    data = yaml.safe_load(text)
-    fields = set(VllmRules.__dataclass_fields__)
-    rules = [VllmRules(**{k: v for k, v in entry.items() if k in fields}) for entry in data["releases"]]
-    return sorted(rules, key=lambda r: parse_version(r.first)), data
+def _catalog() -> RulesCatalog:
+    return parse_rules(yaml.safe_load(resources.files("colo.catalog").joinpath(RULES_FILE).read_text()))
+
+
+def releases() -> tuple[VllmRules, ...]:
+    """Every mirrored release range, oldest first."""
+    return _catalog().releases
 
 
 def supported_range() -> tuple[str, str]:
-    rules, _ = _load()
-    return rules[0].first, rules[-1].last
+    ranges = releases()
+    return ranges[0].first, ranges[-1].last
 
 
 def rules_for(version: str) -> VllmRules:
-    """Rules for one release; raises ValueError naming the supported range when colo does not mirror it."""
-    rules, _ = _load()
-    wanted = parse_version(version)
+    """Rules for one release; raises ValueError naming the supported range when colo does not mirror it.
+
+    A release past a range's `last` but before the next range follows the earlier range (a patch release);
+    past the newest range only patch releases of its minor are accepted.
+    """
+    wanted = _version(version)
     chosen = None
-    for entry in rules:
-        if parse_version(entry.first) <= wanted:
+    for entry in releases():
+        if _version(entry.first) <= wanted:
             chosen = entry
     first, last = supported_range()
-    if chosen is None or wanted[:2] > parse_version(last)[:2]:
+    if chosen is None or wanted.release[:2] > _version(last).release[:2]:
         raise ValueError(
             f"vLLM {version} is outside the releases whose memory rules colo mirrors ({first} to {last}); "
             f"pin a version in that range"
@@ -125,12 +229,11 @@ def rules_for(version: str) -> VllmRules:
     return chosen
 
 
-def constants() -> dict[str, Any]:
+def first_release_where(holds: Callable[[VllmRules], bool]) -> str:
+    """The oldest mirrored release for which `holds` is true, for messages such as "added in 0.11.0"."""
+    return next(entry.first for entry in releases() if holds(entry))
+
+
+def constants() -> MeasuredConstants:
     """Version-independent figures with their sources (non-torch growth, graph cost, sampler factors)."""
-    _, data = _load()
-    return dict(data["constants"])
-
-
-def accepts_gpu_uuid_in_cuda_visible_devices(version: str) -> bool:
-    """Abbreviated UUIDs fail in every release (vllm#51677), so colo only ever passes the full one."""
-    return rules_for(version).uuid_in_cuda_visible_devices
+    return _catalog().constants

@@ -8,6 +8,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from colo.cli.common import ExitCode
 from colo.errors import ColoError, ConfigError
 
 # name -> (module, one-line help); modules are imported only when their command runs.
@@ -24,8 +25,6 @@ COMMANDS = {
         "check the AWS side (cluster, instance type, S3 models) with boto3",
     ),
 }
-
-EXIT_OK, EXIT_INFEASIBLE, EXIT_INVALID = 0, 1, 2
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -51,8 +50,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.run(args)
     except ConfigError as exc:
         print(exc.render(), file=sys.stderr)
-        return EXIT_INVALID
+        return ExitCode.INVALID
     except ColoError as exc:
         print(exc.render(), file=sys.stderr)
-        return EXIT_INFEASIBLE
+        return ExitCode.FAILS
     return code

@@ -1,25 +1,43 @@
-"""What the commands share: choosing a stack or a config file, and loading it into a StackConfig."""
+"""The conventions every command shares: exit codes, choosing a stack or a config file, loading it into a
+StackConfig, and argument choices taken from the stack schema (so a flag and a stack key accept the same
+values). A command's own flags live in its module's `add_arguments`.
+"""
 
 from __future__ import annotations
 
 import argparse
+from enum import IntEnum
 from pathlib import Path
+from typing import Any, get_args
 
 from colo.config import StackConfig, parse_stack_config
 from colo.errors import ConfigError
-from colo.stackfiles import StackFile, load_stack, load_stack_file
+from colo.stackfiles import REPO_ROOT, StackFile, load_stack, load_stack_file
 
 
-def add_stack_arguments(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
-    group = parser.add_mutually_exclusive_group(required=required)
-    group.add_argument("--stack", help="a stack in stacks/ (Pulumi.<stack>.yaml)")
-    group.add_argument("--config", type=Path, help="any file shaped like a Pulumi stack file")
+class ExitCode(IntEnum):
+    OK = 0  # the plan fits, the process starts, every check passes
+    FAILS = 1  # a pair does not fit, the process would not start, a check fails
+    INVALID = 2  # the config or the arguments are invalid: nothing was planned
 
 
-def read_stack_file(args: argparse.Namespace) -> StackFile:
+def schema_choices(literal: Any) -> tuple[str, ...]:
+    """The values a stack-schema Literal accepts, for argparse `choices`."""
+    return tuple(str(value) for value in get_args(literal))
+
+
+def add_stack_arguments(parser: argparse.ArgumentParser, *, side: str | None = None) -> None:
+    """--stack or --config, one of them required; `side` names which side of a comparison they choose."""
+    prefix = f"{side}: " if side else ""
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--stack", help=f"{prefix}a stack in stacks/ (Pulumi.<stack>.yaml)")
+    group.add_argument("--config", type=Path, help=f"{prefix}any file shaped like a Pulumi stack file")
+
+
+def read_stack_file(args: argparse.Namespace, root: Path = REPO_ROOT) -> StackFile:
     if args.config is not None:
         return load_stack_file(args.config)
-    return load_stack(args.stack)
+    return load_stack(args.stack, root)
 
 
 def load_config(stack_file: StackFile) -> StackConfig:

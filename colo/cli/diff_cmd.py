@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from colo.cli.common import load_config
+from colo.cli.common import ExitCode, add_stack_arguments, load_config, read_stack_file
 from colo.cli.plan_cmd import build_plan
 from colo.config import StackConfig
 from colo.diff import markdown
@@ -21,15 +21,11 @@ from colo.diff.rendered import rendered_objects
 from colo.diff.sides import stack_file_at
 from colo.errors import ConfigError
 from colo.plan.stack import Plan
-from colo.stackfiles import REPO_ROOT, StackFile, load_stack, load_stack_file, stack_path
-
-EXIT_OK, EXIT_INFEASIBLE, EXIT_INVALID = 0, 1, 2
+from colo.stackfiles import REPO_ROOT, StackFile, load_stack_file, stack_path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    head = parser.add_mutually_exclusive_group(required=True)
-    head.add_argument("--stack", help="head side: a stack in the project's stacks/ directory")
-    head.add_argument("--config", type=Path, help="head side: any file shaped like a Pulumi stack file")
+    add_stack_arguments(parser, side="head side")
     base = parser.add_mutually_exclusive_group(required=True)
     base.add_argument(
         "--base", metavar="REF", help="base side: the same stack file at this git ref (absent there: empty)"
@@ -65,7 +61,7 @@ def _head(args: argparse.Namespace) -> tuple[Side, Path, Path]:
     else:
         path, project, label = args.config.resolve(), REPO_ROOT / "Pulumi.yaml", str(args.config)
     try:
-        stack_file = load_stack(args.stack, root) if args.stack else load_stack_file(args.config)
+        stack_file = read_stack_file(args, root)
         return Side(label, stack_file, load_config(stack_file)), path, project
     except ConfigError as exc:
         raise SideError("head", label, exc) from None
@@ -108,11 +104,11 @@ def run(args: argparse.Namespace) -> int:
     except SideError as exc:
         print(markdown.render_invalid(stack, exc.side, exc.source, exc.error.problems), end="")
         print(str(exc), file=sys.stderr)
-        return EXIT_INVALID
+        return ExitCode.INVALID
     assert head.config is not None
     before = build_plan(base.config) if base.config is not None else None
     after = build_plan(head.config)
     changes = plan_changes(before, after)
     objects = _objects(base, before, head, after)
     print(markdown.render(stack, base.label, head.label, changes, objects), end="")
-    return EXIT_OK if changes.after_fits else EXIT_INFEASIBLE
+    return ExitCode.OK if changes.after_fits else ExitCode.FAILS

@@ -1,98 +1,84 @@
-"""`colo estimate`: one vLLM process (one GPU rank), sized as vLLM would size it."""
+"""`colo estimate`: one vLLM process (one GPU rank), sized as vLLM would size it.
+
+Each flag's accepted values come from the stack schema (colo.config.estimate): a bad value exits 2 naming the
+flag, before anything is sized. A new flag is one argument here, one field of EstimateArguments (named like
+the flag, typed like its stack key) and its use in colo.plan.estimate; a test holds every flag to that.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
+from typing import Any
 
-from colo.catalog import GIB, gpu, gpu_names
-from colo.catalog.architecture import ModelArchitecture
-from colo.catalog.models import architecture_from_path, catalog_architecture
-from colo.catalog.vllm_rules import rules_for, supported_range
-from colo.errors import ConfigError, Problem
-from colo.plan.budget import ProcessSpec, size_process
-from colo.plan.engine_limits import resolve_limits
-from colo.plan.report import budget_view
+from pydantic import ValidationError
+
+from colo.catalog import gpu_names
+from colo.catalog.vllm_rules import supported_range
+from colo.cli.common import ExitCode, schema_choices
+from colo.config.estimate import EstimateArguments, Runner
+from colo.config.schema import KvCacheDtype, Quantization, SpeculativeMethod
+from colo.errors import ArgumentsError, Problem
+from colo.plan.estimate import EstimateRefused, estimate, estimate_view
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model", required=True, help="catalog model id, a config.json, or a model directory"
     )
-    parser.add_argument("--gpu", required=True, help=f"one of: {', '.join(gpu_names())}")
+    parser.add_argument(
+        "--gpu",
+        help=f"the GPU as nvidia-smi names it or its short form ({', '.join(gpu_names())}); for another GPU "
+        "give --gpu-memory-mib",
+    )
+    parser.add_argument(
+        "--gpu-memory-mib",
+        type=int,
+        help="the GPU's total memory as CUDA reports it, in MiB: torch.cuda.mem_get_info()[1] // 2**20, i.e. "
+        "the device total vLLM prints ('Free memory on device (F/T GiB)': T x 1024), not nvidia-smi's larger "
+        "memory.total. Alone: a GPU colo's catalog lacks (its CUDA context is taken as the largest in the "
+        "catalog); with a catalog --gpu: replaces its total",
+    )
     parser.add_argument("--vllm-version", default=supported_range()[1], help="default: the newest mirrored")
-    parser.add_argument("--gpu-memory-utilization", type=float)
+    parser.add_argument("--gpu-memory-utilization", type=float, help="a fraction in (0, 1]")
     parser.add_argument("--max-model-len", type=int)
     parser.add_argument("--max-num-seqs", type=int)
     parser.add_argument("--max-num-batched-tokens", type=int)
-    parser.add_argument("--kv-cache-dtype", default="auto", choices=("auto", "fp8", "fp8_e4m3", "fp8_e5m2"))
-    parser.add_argument("--quantization", choices=("none", "fp8", "awq", "gptq", "nvfp4"))
+    parser.add_argument("--kv-cache-dtype", default="auto", choices=schema_choices(KvCacheDtype))
+    parser.add_argument("--quantization", choices=schema_choices(Quantization))
     parser.add_argument("--enforce-eager", action="store_true")
-    parser.add_argument("--runner", choices=("generate", "pooling"), default="generate")
+    parser.add_argument("--runner", choices=schema_choices(Runner), default="generate")
     parser.add_argument("--tensor-parallel-size", type=int, default=1)
     parser.add_argument("--kv-cache-memory-bytes", type=int)
     parser.add_argument("--free-memory-gib", type=float, help="free memory at start instead of an idle GPU")
-    parser.add_argument("--num-speculative-tokens", type=int, default=0)
-    parser.add_argument("--speculative-method", choices=("mtp", "eagle", "eagle3", "ngram"))
+    parser.add_argument("--num-speculative-tokens", type=int)
+    parser.add_argument("--speculative-method", choices=schema_choices(SpeculativeMethod))
     parser.add_argument("--json", action="store_true", help="print JSON (the default output is JSON too)")
 
 
-def _architecture(model: str) -> ModelArchitecture:
-    path = Path(model)
-    if path.exists():
-        return architecture_from_path(path, path.name)
+def flag(field: str) -> str:
+    return "--" + field.replace("_", "-")
+
+
+def _problem(error: Any) -> Problem:
+    field = str(error["loc"][0]) if error["loc"] else "model"
+    return Problem(flag(field), str(error["msg"]).removeprefix("Value error, "))
+
+
+def parse_arguments(args: argparse.Namespace) -> EstimateArguments:
+    """The flags as EstimateArguments; every invalid one is named in one ArgumentsError."""
+    values = {name: getattr(args, name) for name in EstimateArguments.model_fields if hasattr(args, name)}
     try:
-        return catalog_architecture(model)
-    except KeyError:
-        raise ConfigError(
-            [
-                Problem(
-                    "--model",
-                    f"'{model}' is neither a catalog model nor a path to a config.json or model directory",
-                )
-            ]
-        ) from None
+        return EstimateArguments.model_validate(values)
+    except ValidationError as exc:
+        raise ArgumentsError([_problem(error) for error in exc.errors()]) from None
 
 
 def run(args: argparse.Namespace) -> int:
+    arguments = parse_arguments(args)
     try:
-        gpu_spec = gpu(args.gpu)
-        rules = rules_for(args.vllm_version)
-    except (KeyError, ValueError) as exc:
-        raise ConfigError([Problem("--gpu/--vllm-version", str(exc.args[0]))]) from None
-    util = args.gpu_memory_utilization
-    if util is not None and not 0 < util < 1:
-        raise ConfigError([Problem("--gpu-memory-utilization", f"{util} is not a fraction between 0 and 1")])
-    arch = _architecture(args.model)
-    if args.quantization:
-        arch = arch.with_quantization(args.quantization)
-    limits = resolve_limits(
-        arch,
-        gpu_spec,
-        rules,
-        max_model_len=args.max_model_len,
-        max_num_seqs=args.max_num_seqs,
-        max_num_batched_tokens=args.max_num_batched_tokens,
-    )
-    spec = ProcessSpec(
-        arch=arch,
-        gpu=gpu_spec,
-        rules=rules,
-        vllm_version=args.vllm_version,
-        limits=limits,
-        pooling=args.runner == "pooling",
-        kv_cache_dtype=args.kv_cache_dtype,
-        enforce_eager=args.enforce_eager,
-        num_speculative_tokens=args.num_speculative_tokens,
-        speculative_method=args.speculative_method,
-        gpu_memory_utilization=args.gpu_memory_utilization,
-        kv_cache_memory_bytes=args.kv_cache_memory_bytes,
-        tensor_parallel_size=args.tensor_parallel_size,
-    )
-    free = None if args.free_memory_gib is None else round(args.free_memory_gib * GIB)
-    budget = size_process(spec, free_before_bytes=free)
-
-    out = {"model": arch.model_id, "gpu": gpu_spec.name, "rules": rules.label, **budget_view(budget)}
-    print(json.dumps(out, indent=2))
-    return 0 if budget.ok else 1
+        result = estimate(arguments)
+    except EstimateRefused as exc:
+        raise ArgumentsError([Problem(flag(exc.field), exc.message)]) from None
+    print(json.dumps(estimate_view(result), indent=2))
+    return ExitCode.OK if result.budget.ok else ExitCode.FAILS

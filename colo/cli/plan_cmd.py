@@ -6,13 +6,11 @@ import argparse
 import json
 from typing import Any
 
-from colo.cli.common import add_stack_arguments, load_config, read_stack_file
+from colo.cli.common import ExitCode, add_stack_arguments, load_config, read_stack_file
 from colo.config import StackConfig
 from colo.plan.report import plan_view
 from colo.plan.stack import Plan, make_plan
 from colo.profiles import s3_profile_reader
-
-EXIT_OK, EXIT_INFEASIBLE = 0, 1
 
 COLUMNS = [
     ("server", "name"),
@@ -59,47 +57,54 @@ def _markdown(headers: list[str], rows: list[list[str]]) -> list[str]:
     return out + ["| " + " | ".join(r) + " |" for r in rows]
 
 
-def render_text(view: dict[str, Any], markdown: bool) -> str:
-    headers = [h for h, _ in COLUMNS]
-    lines: list[str] = []
+def _headline(view: dict[str, Any], title: str) -> str:
     pool = view["node_pool"]
-    title = "## " if markdown else ""
-    lines.append(
+    return (
         f"{title}GPU {view['gpu']['name']} ({view['gpu']['cuda_total_gib']} GiB as CUDA reports it); "
         f"{pool['node_count']} node(s) of {pool['instance_type']} x {pool['gpus_per_node']} GPU; "
         f"pairing {view['gpu_pairing']}; ordered start by {view['ordered_start']}"
     )
+
+
+def _pair_lines(pair: dict[str, Any], markdown: bool) -> list[str]:
+    """One pair: its verdict, its servers' budgets, the startup checks, notes and `vllm serve` lines."""
+    verdict = "fits" if pair["feasible"] else "DOES NOT FIT"
+    head = "### " if markdown else ""
+    lines = [
+        "",
+        f"{head}pair {pair['name']} -> node {pair['node']} GPU {pair['gpu']}: {verdict}; predicted "
+        f"nvidia-smi used {pair['predicted_used_mib']} MiB, free {pair['predicted_free_mib']} MiB "
+        f"(safety margin {pair['safety_margin_mib']} MiB)",
+        "",
+    ]
+    lines += (_markdown if markdown else _table)([h for h, _ in COLUMNS], _rows(pair))
+    lines.append("")
+    checks = ", ".join(
+        f"{c['server']}: free {c['free_gib']} GiB >= requested {c['requested_gib']} GiB "
+        f"{'ok' if c['ok'] else 'FAILS'}"
+        for c in pair["startup_checks"]
+    )
+    lines.append(f"startup checks in order: {checks}")
+    for server in pair["servers"]:
+        lines += [f"note ({server['name']}): {note}" for note in server["memory"]["notes"]]
+        lines.append(f"{server['name']} ({server['image']}): vllm serve {json.dumps(server['vllm_args'])}")
+    return lines
+
+
+def _findings(heading: str, findings: list[dict[str, str]]) -> list[str]:
+    if not findings:
+        return []
+    return ["", heading, *(f"- {f['path']}: {f['message']}" for f in findings)]
+
+
+def render_text(view: dict[str, Any], markdown: bool) -> str:
+    title = "## " if markdown else ""
+    lines = [_headline(view, title)]
+    lines += [f"note (GPU): {assumption}" for assumption in view["gpu"]["assumptions"]]
     for pair in view["pairs"]:
-        lines.append("")
-        verdict = "fits" if pair["feasible"] else "DOES NOT FIT"
-        head = "### " if markdown else ""
-        lines.append(
-            f"{head}pair {pair['name']} -> node {pair['node']} GPU {pair['gpu']}: {verdict}; predicted "
-            f"nvidia-smi used {pair['predicted_used_mib']} MiB, free {pair['predicted_free_mib']} MiB "
-            f"(safety margin {pair['safety_margin_mib']} MiB)"
-        )
-        lines.append("")
-        lines += (_markdown if markdown else _table)(headers, _rows(pair))
-        lines.append("")
-        checks = ", ".join(
-            f"{c['server']}: free {c['free_gib']} GiB >= requested {c['requested_gib']} GiB "
-            f"{'ok' if c['ok'] else 'FAILS'}"
-            for c in pair["startup_checks"]
-        )
-        lines.append(f"startup checks in order: {checks}")
-        for server in pair["servers"]:
-            for note in server["memory"]["notes"]:
-                lines.append(f"note ({server['name']}): {note}")
-            args = json.dumps(server["vllm_args"])
-            lines.append(f"{server['name']} ({server['image']}): vllm serve {args}")
-    if view["warnings"]:
-        lines.append("")
-        lines.append(f"{title}Warnings" if markdown else "WARNINGS:")
-        lines += [f"- {w['path']}: {w['message']}" for w in view["warnings"]]
-    if view["problems"]:
-        lines.append("")
-        lines.append(f"{title}Problems" if markdown else "PROBLEMS:")
-        lines += [f"- {p['path']}: {p['message']}" for p in view["problems"]]
+        lines += _pair_lines(pair, markdown)
+    lines += _findings(f"{title}Warnings" if markdown else "WARNINGS:", view["warnings"])
+    lines += _findings(f"{title}Problems" if markdown else "PROBLEMS:", view["problems"])
     return "\n".join(lines)
 
 
@@ -111,4 +116,4 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(view, indent=2, sort_keys=True))
     else:
         print(render_text(view, markdown=args.format == "markdown"))
-    return EXIT_OK if plan.feasible else EXIT_INFEASIBLE
+    return ExitCode.OK if plan.feasible else ExitCode.FAILS

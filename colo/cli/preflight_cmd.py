@@ -6,11 +6,9 @@ import argparse
 
 from colo.aws.clients import RegionMissing
 from colo.aws.preflight import Check, run_checks
-from colo.cli.common import add_stack_arguments, load_config, read_stack_file
+from colo.cli.common import ExitCode, add_stack_arguments, load_config, read_stack_file
 from colo.errors import ConfigError, Problem
 from colo.plan.stack import make_plan
-
-EXIT_OK, EXIT_FAILED = 0, 1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,4 +38,4 @@ def run(args: argparse.Namespace) -> int:
     except RegionMissing as exc:
         raise ConfigError([Problem("aws:region", str(exc))]) from None
     print(render(checks))
-    return EXIT_OK if all(c.ok for c in checks) else EXIT_FAILED
+    return ExitCode.OK if all(c.ok for c in checks) else ExitCode.FAILS

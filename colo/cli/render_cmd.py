@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from colo.cli.common import add_stack_arguments, load_config, read_stack_file
+from colo.cli.common import ExitCode, add_stack_arguments, load_config, read_stack_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,4 +32,4 @@ def run(args: argparse.Namespace) -> int:
         raise exc.error from None
     written = write_render(program_run, stack_file.stack, args.out)
     print(f"wrote {len(written) - 2} Kubernetes objects and summary.md/summary.json to {args.out}")
-    return 0
+    return ExitCode.OK

@@ -1,10 +1,5 @@
-"""Container and pod pieces every vLLM server shares: security, volumes, probes, environment; and the
-init container that copies weights from S3 into the model volume.
-
-The official vllm/vllm-openai image declares no USER and runs as root. Nothing in vLLM needs root: it
-needs a writable HOME and cache (an emptyDir here) and read access to the image's Python tree, so colo
-runs it as an unprivileged UID with a read-only root filesystem. That meets the `restricted` Pod Security
-level. An image that insists on root would need `runAsNonRoot: false` and a `baseline` namespace.
+"""Container and pod pieces every vLLM server shares: volumes, probes, environment; and the init
+container that copies weights from S3 into the model volume. Security contexts: colo.components.pod_security.
 """
 
 from __future__ import annotations
@@ -13,11 +8,11 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from colo.components.pod_scripts import SCRIPTS_DIR
+from colo.components.pod_security import container_security_context
 from colo.plan.model_volume import MODEL_ROOT
-from colo.plan.stack import Server
+from colo.plan.pair import Server
 from colo.plan.weight_sync_step import WeightSyncStep
 
-RUN_AS = 10001  # no meaning inside the image; above 10000 so it maps to no host account
 CACHE_DIR = "/cache"  # HOME, Hugging Face, vLLM, torch.compile and Triton caches all land here
 HEALTH_PATH = "/health"
 # Kubernetes waits 1 s for a probe by default. A vLLM server busy with a long prefill can take longer than
@@ -39,26 +34,6 @@ SHM_VOLUME, CACHE_VOLUME, TMP_VOLUME, MODELS_VOLUME, SCRIPTS_VOLUME = (
     "models",
     "scripts",
 )
-
-
-def pod_security_context() -> k8s.core.v1.PodSecurityContextArgs:
-    return k8s.core.v1.PodSecurityContextArgs(
-        run_as_non_root=True,
-        run_as_user=RUN_AS,
-        run_as_group=RUN_AS,
-        fs_group=RUN_AS,
-        seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
-    )
-
-
-def container_security_context() -> k8s.core.v1.SecurityContextArgs:
-    return k8s.core.v1.SecurityContextArgs(
-        allow_privilege_escalation=False,
-        capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"]),
-        read_only_root_filesystem=True,
-        run_as_non_root=True,
-        seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
-    )
 
 
 def shared_volumes(

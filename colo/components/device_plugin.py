@@ -15,7 +15,12 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from colo.components.containers import tolerations
-from colo.components.namespace import pod_security_labels
+from colo.components.pod_security import (
+    DEVICE_PLUGIN_LEVEL,
+    container_security_context,
+    pod_security_context,
+    pod_security_labels,
+)
 
 IMAGE = "nvcr.io/nvidia/k8s-device-plugin:v0.17.4"  # the release AWS documents for EKS AL2023 nodes
 CONFIG_DIR = "/etc/nvidia-device-plugin"
@@ -78,7 +83,7 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
                 name=self._args.namespace,
                 labels={
                     **self._args.labels,
-                    **pod_security_labels("privileged", self._args.kubernetes_version),
+                    **pod_security_labels(DEVICE_PLUGIN_LEVEL, self._args.kubernetes_version),
                 },
             ),
             opts=pulumi.ResourceOptions(parent=self),
@@ -106,12 +111,7 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
             resources=k8s.core.v1.ResourceRequirementsArgs(
                 requests={"cpu": CPU_REQUEST, "memory": MEMORY_REQUEST}, limits={"memory": MEMORY_LIMIT}
             ),
-            security_context=k8s.core.v1.SecurityContextArgs(
-                allow_privilege_escalation=False,
-                capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"]),
-                read_only_root_filesystem=True,
-                seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
-            ),
+            security_context=container_security_context(as_root=True),
             volume_mounts=[
                 k8s.core.v1.VolumeMountArgs(
                     name="device-plugins", mount_path="/var/lib/kubelet/device-plugins"
@@ -135,9 +135,7 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
                     spec=k8s.core.v1.PodSpecArgs(
                         priority_class_name="system-node-critical",
                         automount_service_account_token=False,
-                        security_context=k8s.core.v1.PodSecurityContextArgs(
-                            seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault")
-                        ),
+                        security_context=pod_security_context(as_root=True),
                         node_selector=self._args.node_selector,
                         tolerations=tolerations(self._args.tolerations),
                         containers=[container],

@@ -13,16 +13,12 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
-from colo.catalog.vllm_rules import accepts_gpu_uuid_in_cuda_visible_devices
-from colo.components.containers import (
-    SCRIPTS_VOLUME,
-    container_security_context,
-    helper_resources,
-)
+from colo.components.containers import SCRIPTS_VOLUME, helper_resources
 from colo.components.device_plugin import SHARED_RESOURCE, WHOLE_RESOURCE
 from colo.components.gpu_claim import CLAIM_NAME
 from colo.components.pod_scripts import SCRIPTS_DIR, script_path
-from colo.plan.stack import PairPlan
+from colo.components.pod_security import container_security_context
+from colo.plan.pair import PairPlan
 
 UUID_DIR = "/run/colo/gpu"
 UUID_FILE = f"{UUID_DIR}/uuid"
@@ -130,9 +126,7 @@ def uuid_handoff(pair: PairPlan, context: PairingContext) -> PodGpu:
                 k8s.core.v1.EnvVarArgs(name="COLO_GPU_UUID_FILE", value=UUID_FILE),
                 k8s.core.v1.EnvVarArgs(
                     name="COLO_VLLM_ACCEPTS_UUID",
-                    value="true"
-                    if accepts_gpu_uuid_in_cuda_visible_devices(server.vllm_version)
-                    else "false",
+                    value="true" if server.accepts_gpu_uuid else "false",
                 ),
             ],
             mounts=[k8s.core.v1.VolumeMountArgs(name=UUID_VOLUME, mount_path=UUID_DIR, read_only=True)],

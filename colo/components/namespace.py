@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-PodSecurityLevel = Literal["restricted", "baseline", "privileged"]
+from colo.components.pod_security import PodSecurityLevel, pod_security_labels
 
 
 @dataclass(frozen=True)
@@ -17,14 +16,6 @@ class NamespaceArgs:
     labels: dict[str, str]
     pod_security: PodSecurityLevel
     kubernetes_version: str  # the policy version to enforce, pinned so an upgrade does not change it
-
-
-def pod_security_labels(level: PodSecurityLevel, kubernetes_version: str) -> dict[str, str]:
-    labels: dict[str, str] = {}
-    for mode in ("enforce", "audit", "warn"):
-        labels[f"pod-security.kubernetes.io/{mode}"] = level
-        labels[f"pod-security.kubernetes.io/{mode}-version"] = f"v{kubernetes_version}"
-    return labels
 
 
 class Namespace(pulumi.ComponentResource):

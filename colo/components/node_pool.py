@@ -9,11 +9,9 @@ import pulumi
 import pulumi_aws as aws
 
 from colo.components.errors import ProgramError
-from colo.config.schema import StackConfig
 from colo.errors import ConfigError
 from colo.plan.instance_check import ReportedGpus, gpu_mismatch_problems
-from colo.plan.node_pool import NodePoolSpec, node_pool_spec
-from colo.plan.stack import Plan
+from colo.plan.node_pool import NodePoolSpec
 
 # Each policy is one thing a node must do to join and run pods:
 #   AmazonEKSWorkerNodePolicy: the kubelet describes its instance and registers with the cluster.
@@ -161,8 +159,8 @@ class GpuNodePool(pulumi.ComponentResource):
         )
 
 
-def declare_node_pool(config: StackConfig, plan: Plan) -> pulumi.Resource | None:
+def declare_node_pool(spec: NodePoolSpec | None) -> pulumi.Resource | None:
     """A managed pool on EKS, or nothing at all when GPU nodes already exist (pods select their labels)."""
-    if config.node_pool.mode == "existing":
+    if spec is None:
         return None
-    return GpuNodePool(config.cluster.name, GpuNodePoolArgs(spec=node_pool_spec(config, plan)))
+    return GpuNodePool(spec.cluster_name, GpuNodePoolArgs(spec=spec))

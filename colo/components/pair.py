@@ -13,9 +13,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from colo.components.containers import (
-    container_security_context,
     health_url,
-    pod_security_context,
     running_probe,
     server_env,
     server_mounts,
@@ -26,7 +24,8 @@ from colo.components.containers import (
 )
 from colo.components.gpu_pairing import PodGpu, ServerGpu
 from colo.components.pod_scripts import script_path
-from colo.plan.stack import PairPlan, Server
+from colo.components.pod_security import container_security_context, pod_security_context
+from colo.plan.pair import PairPlan, Server
 
 VLLM_SERVE = ["vllm", "serve"]
 # A pod that reads S3 needs its service account's token (IRSA, EKS Pod Identity); the finding is

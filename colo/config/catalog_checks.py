@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from colo.catalog import gpu, instance_type
+from colo.catalog import GpuLookupError, instance_type, resolve_gpu
 from colo.catalog.models import architecture_from_path, catalog_ids
 from colo.catalog.vllm_rules import rules_for
 from colo.config.schema import ServerSpec, StackConfig
@@ -73,8 +73,8 @@ def _node_pool_problems(config: StackConfig) -> list[Problem]:
     pool = config.node_pool
     problems = []
     try:
-        gpu(pool.gpu)
-    except KeyError as exc:
+        resolve_gpu(pool.named_gpu, pool.gpu_memory_mib)
+    except GpuLookupError as exc:
         problems.append(Problem("colo:nodePool.gpu", str(exc.args[0])))
     named = pool.mode == "managed" or "instance_type" in pool.model_fields_set
     known = instance_type(pool.instance_type) if named else None

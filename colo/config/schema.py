@@ -25,13 +25,16 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from colo.aws.s3_uri import s3_prefix_problem
 from colo.config import formats
+from colo.config.cli_values import CliText
 from colo.echo import shown
 from colo.plan.extra_args import refusal
+from colo.roles import START_ORDER, Role
 
 NodeImage = Literal["al2023-nvidia", "bottlerocket-nvidia", "gpu-operator-cdi", "generic-nvidia-runtime"]
 GpuPairing = Literal["uuid-handoff", "dra", "time-slice"]
 KvCacheDtype = Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2"]
 Quantization = Literal["none", "fp8", "awq", "gptq", "compressed-tensors", "nvfp4"]
+SpeculativeMethod = Literal["mtp", "eagle", "eagle3", "ngram"]
 
 # Every pattern is ASCII and matched whole (fullmatch): `$` accepts a trailing newline, `\d` other scripts' digits.
 _PAIR_NAME = re.compile(r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?")
@@ -46,6 +49,12 @@ MAX_PATH_CHARS = 4096
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
+def _release_number(value: str) -> str:
+    if not _VERSION.fullmatch(value):
+        raise ValueError(f"'{shown(value)}' is not a vLLM release number; write it like 0.11.0")
+    return value
+
+
 def _checked(check: Callable[[str], str | None]) -> AfterValidator:
     """A pydantic validator from a formats check (None: fine; else the reason)."""
 
@@ -58,7 +67,15 @@ def _checked(check: Callable[[str], str | None]) -> AfterValidator:
     return AfterValidator(validate)
 
 
-def _no_control_characters(value: str) -> str:
+def _plain_argument(value: str) -> str:
+    """One argument vLLM can be started with: not empty, not huge, no control characters exec or YAML
+    would mangle (newlines and tabs are fine)."""
+    if not value:
+        raise ValueError("an empty argument; drop it")
+    if len(value) > MAX_EXTRA_ARG_CHARS:
+        raise ValueError(
+            f"{len(value)} characters; an argument holds at most {MAX_EXTRA_ARG_CHARS} characters"
+        )
     if _CONTROL.search(value):
         raise ValueError(f"'{shown(value)}' holds control characters")
     return value
@@ -73,9 +90,20 @@ def _s3_or_path(value: str) -> str:
 
 
 DnsSubdomain = Annotated[str, _checked(formats.dns_subdomain)]
-ExtraArg = Annotated[
-    str, Field(min_length=1, max_length=MAX_EXTRA_ARG_CHARS), AfterValidator(_no_control_characters)
-]
+ExtraArg = Annotated[CliText, AfterValidator(_plain_argument)]
+
+
+# The limits a stack key and a `colo estimate` flag share (colo.config.estimate): each is defined once here.
+MaxModelLen = Annotated[int, Field(ge=16, le=10_000_000)]
+MaxNumSeqs = Annotated[int, Field(ge=1, le=65_536)]
+MaxNumBatchedTokens = Annotated[int, Field(ge=16, le=10_000_000)]
+# vLLM accepts (0, 1]: vllm 0.33.0 config/cache.py::CacheConfig (Field(gt=0, le=1)).
+GpuMemoryUtilization = Annotated[float, Field(gt=0.0, le=1.0)]
+KvCacheMemoryBytes = Annotated[int, Field(gt=0, le=2**40)]
+NumSpeculativeTokens = Annotated[int, Field(ge=1, le=16)]
+TensorParallelSize = Annotated[int, Field(ge=1)]
+GpuMemoryMiB = Annotated[int, Field(ge=1024)]  # no GPU under 1 GiB holds a vLLM process
+VllmVersion = Annotated[str, AfterValidator(_release_number)]
 
 
 def _error(loc: tuple[str | int, ...], message: str, value: object = None) -> InitErrorDetails:
@@ -107,18 +135,11 @@ def require_pinned(image: str | None) -> str | None:
 class VllmImage(_Model):
     """Which vLLM runs the server. The version selects the memory rules the budget mirrors."""
 
-    version: str = "0.11.0"
+    version: VllmVersion = "0.11.0"
     image: str | None = Field(
         default=None,
         description="Container image; default vllm/vllm-openai:v<version>. Must carry a pinned tag.",
     )
-
-    @field_validator("version")
-    @classmethod
-    def _version_shape(cls, value: str) -> str:
-        if not _VERSION.fullmatch(value):
-            raise ValueError(f"'{shown(value)}' is not a vLLM release number; write it like 0.11.0")
-        return value
 
     @field_validator("image")
     @classmethod
@@ -132,12 +153,8 @@ class VllmImage(_Model):
         if isinstance(parsed, tuple):
             name, tag, _ = parsed
             wanted = f"v{self.version}"
-            if (
-                name in formats.OFFICIAL_VLLM
-                and tag is not None
-                and tag != wanted
-                and not tag.startswith(wanted + "-")
-            ):
+            official = name in formats.OFFICIAL_VLLM
+            if official and tag is not None and tag != wanted and not tag.startswith(wanted + "-"):
                 raise ValueError(
                     f"image {shown(self.image)} is vLLM {tag.removeprefix('v')}, but vllm.version is "
                     f"{self.version}, whose memory rules the budget mirrors; set both to the same release"
@@ -150,8 +167,8 @@ class VllmImage(_Model):
 
 
 class Speculative(_Model):
-    method: Literal["mtp", "eagle", "eagle3", "ngram"]
-    num_speculative_tokens: Annotated[int, Field(ge=1, le=16)] = 1
+    method: SpeculativeMethod
+    num_speculative_tokens: NumSpeculativeTokens = 1
 
 
 class ServerSpec(_Model):
@@ -174,25 +191,25 @@ class ServerSpec(_Model):
     )
     quantization: Quantization | None = None
     kv_cache_dtype: KvCacheDtype = "auto"
-    max_model_len: Annotated[int, Field(ge=16, le=10_000_000)] | None = None
-    max_num_seqs: Annotated[int, Field(ge=1, le=65_536)] | None = None
-    max_num_batched_tokens: Annotated[int, Field(ge=16, le=10_000_000)] | None = None
+    max_model_len: MaxModelLen | None = None
+    max_num_seqs: MaxNumSeqs | None = None
+    max_num_batched_tokens: MaxNumBatchedTokens | None = None
     speculative: Speculative | None = None
     enforce_eager: Literal["auto"] | bool = "auto"
     cudagraph_capture_sizes: (
         Annotated[list[Annotated[int, Field(ge=1, le=65_536)]], Field(max_length=1024)] | None
     ) = None
-    gpu_memory_utilization: Annotated[float, Field(gt=0.0, lt=1.0)] | None = Field(
+    gpu_memory_utilization: GpuMemoryUtilization | None = Field(
         default=None, description="Override the derived value; checked the same way"
     )
-    kv_cache_memory_bytes: Annotated[int, Field(gt=0, le=2**40)] | None = Field(
+    kv_cache_memory_bytes: KvCacheMemoryBytes | None = Field(
         default=None, description="Override: a fixed KV pool (vLLM >= 0.10.1)"
     )
     vllm: VllmImage = VllmImage()
     extra_args: Annotated[list[ExtraArg], Field(max_length=MAX_EXTRA_ARGS)] = Field(default_factory=list)
-    cpu: str | None = Field(default=None, description="CPU request; default by role (LLM 2, others 1)")
+    cpu: CliText | None = Field(default=None, description="CPU request; default by role (colo.roles)")
     memory: str | None = Field(
-        default=None, description="Memory request and limit; default LLM 20Gi, others 6Gi"
+        default=None, description="Memory request and limit; default by role (colo.roles)"
     )
 
     @field_validator("cpu")
@@ -240,12 +257,21 @@ class ServerSpec(_Model):
 
 
 class Pair(_Model):
-    """The servers that share one GPU. Start order: embedding, reranker, then the LLM."""
+    """The servers that share one GPU, one field per role (colo.roles)."""
 
     name: str
     llm: ServerSpec
     embedding: ServerSpec
     reranker: ServerSpec | None = None
+
+    def servers(self) -> list[tuple[Role, ServerSpec]]:
+        """The configured servers, as the stack file lists them (the LLM first)."""
+        by_role = {Role.LLM: self.llm, Role.EMBEDDING: self.embedding, Role.RERANKER: self.reranker}
+        return [(role, server) for role, server in by_role.items() if server is not None]
+
+    def servers_in_start_order(self) -> list[tuple[Role, ServerSpec]]:
+        configured = dict(self.servers())
+        return [(role, configured[role]) for role in START_ORDER if role in configured]
 
     @field_validator("name")
     @classmethod
@@ -295,7 +321,20 @@ class Cluster(_Model):
 
 class NodePool(_Model):
     mode: Literal["managed", "existing"] = "existing"
-    gpu: Annotated[str, Field(min_length=1, max_length=64)] = "L40S"
+    gpu: str = Field(
+        default="L40S",
+        min_length=1,
+        max_length=128,
+        description="The GPU, by any name nvidia-smi prints or its usual short form (L40S, NVIDIA H100 80GB "
+        "HBM3, RTX 4090); for a GPU colo's catalog lacks, give gpuMemoryMiB (this name is then a label)",
+    )
+    gpu_memory_mib: GpuMemoryMiB | None = Field(
+        default=None,
+        alias="gpuMemoryMiB",
+        description="The GPU's total memory as CUDA reports it, in MiB: torch.cuda.mem_get_info()[1] / 2**20, "
+        "the device total vLLM prints (not nvidia-smi's memory.total, which is larger). For a GPU colo's "
+        "catalog lacks; beside a catalog gpu it replaces the catalog's total",
+    )
     instance_type: Annotated[str, _checked(formats.instance_type_name)] = "g6e.xlarge"
     gpus_per_node: Annotated[int, Field(ge=1, le=16)] | None = Field(
         default=None, description="GPUs per node; default from the instance type"
@@ -304,7 +343,7 @@ class NodePool(_Model):
     subnet_ids: Annotated[list[Annotated[str, _checked(formats.subnet_id)]], Field(max_length=32)] = Field(
         default_factory=list
     )
-    node_selector: Annotated[dict[str, str], Field(max_length=32)] = Field(default_factory=dict)
+    node_selector: Annotated[dict[str, CliText], Field(max_length=32)] = Field(default_factory=dict)
     root_volume_gib: int | None = Field(default=None, ge=50, le=16_384, alias="rootVolumeGiB")
     max_nodes: Annotated[int, Field(ge=1, le=1000)] | None = None
 
@@ -324,6 +363,13 @@ class NodePool(_Model):
         if repeated:
             raise ValueError(f"{', '.join(repeated)} listed more than once")
         return value
+
+    @property
+    def named_gpu(self) -> str | None:
+        """The GPU name the user gave; None when only gpuMemoryMiB describes the GPU."""
+        if self.gpu_memory_mib is not None and "gpu" not in self.model_fields_set:
+            return None
+        return self.gpu
 
     @model_validator(mode="after")
     def _managed_needs_subnets(self) -> NodePool:
@@ -385,9 +431,7 @@ class StackConfig(_Model):
 
     @model_validator(mode="after")
     def _storage_for_s3_weights(self) -> StackConfig:
-        synced = sorted(
-            {p.name for p in self.pairs for s in (p.llm, p.embedding, p.reranker) if s and s.weights_uri}
-        )
+        synced = sorted({p.name for p in self.pairs for _, s in p.servers() if s.weights_uri})
         if not synced:
             return self
         names = ", ".join(synced)

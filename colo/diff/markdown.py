@@ -124,12 +124,16 @@ def _objects(objects: ObjectChanges | str) -> list[str]:
     return [*out, ""]
 
 
+def _does_not_fit_summary(changes: PlanChanges) -> str:
+    failing = len(changes.does_not_fit)
+    what = f"{failing} pair{'s' if failing != 1 else ''}" if failing else "the stack"
+    verb = "do" if failing > 1 else "does"
+    return f"⚠️ {what} {verb} not fit"
+
+
 def _summary(changes: PlanChanges, objects: ObjectChanges | str) -> str:
     if not changes.after_fits:
-        failing = len(changes.does_not_fit)
-        what = f"{failing} pair{'s' if failing != 1 else ''}" if failing else "the stack"
-        verb = "do" if failing > 1 else "does"
-        return f"⚠️ {what} {verb} not fit"
+        return _does_not_fit_summary(changes)
     if changes.unchanged and (isinstance(objects, str) or objects.empty):
         return "✅ nothing changes"
     moved = [p for p in changes.pairs if p.status != "unchanged"]

@@ -13,6 +13,7 @@ from typing import Any
 from colo.errors import Problem
 from colo.plan.report import plan_view
 from colo.plan.stack import Plan
+from colo.roles import start_position
 
 ABSENT = "—"  # shown for a value that one side does not have
 
@@ -182,9 +183,8 @@ def _server_metric(server: dict[str, Any] | None, label: str, key: str | None) -
 
 
 def _roles(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
-    """Start order (embedding, reranker, llm), which is also how `colo plan` lists the servers."""
-    order = {"embedding": 0, "reranker": 1, "llm": 2}
-    return sorted(set(before) | set(after), key=lambda role: (order.get(role, 9), role))
+    """Start order, which is also how `colo plan` lists the servers."""
+    return sorted(set(before) | set(after), key=lambda role: (start_position(role), role))
 
 
 def _budget(before: dict[str, Any] | None, after: dict[str, Any] | None) -> list[ValueChange]:

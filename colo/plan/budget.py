@@ -4,7 +4,7 @@ The steps follow `Worker.init_device` → `load_model` → `determine_available_
 `capture_model`:
 
     snapshot after the process's own CUDA context:   free_seen = free_before − context
-    startup check (`request_memory`):                 requested = total × util (ceil from 0.19)  ≤ free_seen
+    startup check (`request_memory`):                 requested = total × util (rounded up where the release does)  ≤ free_seen
     KV pool (`memory_profiling`):                     kv = requested − weights − activation − non_torch
                                                            − cudagraph_estimate (when the release subtracts it)
     footprint seen by nvidia-smi:                     context + requested + graphs outside the budget + post
@@ -20,7 +20,7 @@ from math import ceil
 
 from colo.catalog import GIB, MIB, GpuSpec
 from colo.catalog.architecture import ModelArchitecture
-from colo.catalog.vllm_rules import VllmRules, constants, runs_v2_model_runner
+from colo.catalog.vllm_rules import VllmRules, constants
 from colo.plan.activation import activation_peak
 from colo.plan.cudagraph import GraphPlan, default_capture_sizes, graph_memory
 from colo.plan.engine_limits import EngineLimits
@@ -62,8 +62,7 @@ class ProcessSpec:
     @property
     def v2_model_runner(self) -> bool:
         a = self.arch
-        return runs_v2_model_runner(
-            self.rules,
+        return self.rules.runs_v2_model_runner(
             architecture=a.architecture,
             generate=not self.pooling,
             moe=a.moe is not None,
@@ -190,34 +189,30 @@ def size_process(spec: ProcessSpec, *, free_before_bytes: int | None = None) -> 
         max_num_batched_tokens=spec.limits.max_num_batched_tokens,
         max_num_seqs=spec.limits.max_num_seqs,
         pooling=spec.pooling,
-        sampler_bytes_per_logit=int(
-            consts[
-                "sampler_bytes_per_logit_sorting" if spec.rules.topk_topp_sorts else "sampler_bytes_per_logit"
-            ]
-        ),
+        sampler_bytes_per_logit=consts.sampler_bytes_per_logit_sorting
+        if spec.rules.topk_topp_sorts
+        else consts.sampler_bytes_per_logit,
         num_speculative_tokens=spec.num_speculative_tokens,
     )
     activation = peak.peak_bytes // tp
-    growth_key = (
-        "non_torch_growth_mib_cublas_in_baseline" if spec.rules.cublas_in_baseline else "non_torch_growth_mib"
+    growth_mib = (
+        consts.non_torch_growth_mib_cublas_in_baseline
+        if spec.rules.cublas_in_baseline
+        else consts.non_torch_growth_mib
     )
-    non_torch = int(consts[growth_key]) * MIB + (256 * MIB if tp > 1 else 0)
+    non_torch = growth_mib * MIB + (256 * MIB if tp > 1 else 0)
     graphs = graph_memory(
         spec.arch,
         spec.rules,
         capture_sizes_for(spec),
         max_num_seqs=spec.limits.max_num_seqs,
         decode_query_len=spec.decode_query_len,
-        kib_per_graph_layer=int(
-            consts[
-                "cudagraph_kib_per_graph_layer_hybrid"
-                if spec.arch.is_hybrid_linear
-                else "cudagraph_kib_per_graph_layer"
-            ]
-        ),
+        kib_per_graph_layer=consts.cudagraph_kib_per_graph_layer_hybrid
+        if spec.arch.is_hybrid_linear
+        else consts.cudagraph_kib_per_graph_layer,
     )
     in_budget = spec.graph_estimate_subtracted
-    post = int(consts["post_profile_mib"]) * MIB
+    post = consts.post_profile_mib * MIB
 
     if spec.kv_cache_memory_bytes is not None:
         kv = spec.kv_cache_memory_bytes

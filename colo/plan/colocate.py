@@ -17,6 +17,7 @@ from colo.errors import Problem
 from colo.plan.budget import ProcessBudget, ProcessSpec, geometry_for, size_process
 from colo.plan.cudagraph import SMALL_CAPTURE_SIZES
 from colo.plan.kv_cache import kv_bytes_for_requests, max_model_len_for
+from colo.roles import Role
 
 UTIL_STEP = 1000  # utilizations are written with three decimals
 # Decode cost of eager mode, as the field report measured it (TPOT ~55 ms with graphs, 88 ms eager).
@@ -25,7 +26,7 @@ EAGER_TPOT_MS = (55, 88)
 
 @dataclass(frozen=True)
 class ServerRequest:
-    role: str  # "embedding", "reranker", "llm"
+    role: Role
     config_path: str  # e.g. colo:pairs[0].llm, for messages
     spec: ProcessSpec  # its gpu_memory_utilization is the override, or None to derive
     eager: str  # "auto", "true", "false"
@@ -34,7 +35,7 @@ class ServerRequest:
 
 @dataclass(frozen=True)
 class ServerPlan:
-    role: str
+    role: Role
     config_path: str
     budget: ProcessBudget
     utilization_derived: bool
@@ -248,7 +249,7 @@ def plan_gpu(gpu: GpuSpec, requests: list[ServerRequest], safety_margin_mib: int
                     f"{request.config_path}.maxModelLen",
                     f"KV cache holds {server.budget.capacity.max_concurrency:.2f} concurrent max-length requests, "
                     f"fewer than the {request.target_requests:g} this server is planned for "
-                    f"(colo:budget.{'llmMinConcurrency' if request.role == 'llm' else 'embeddingConcurrency'}); "
+                    f"(colo:budget.{'embeddingConcurrency' if request.spec.pooling else 'llmMinConcurrency'}); "
                     f"lower maxModelLen or use kvCacheDtype: fp8{_margin_fix(server, margin)}",
                 )
             )

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from colo.catalog import GIB, GpuSpec
+from colo.catalog import GpuSpec
 from colo.catalog.architecture import ModelArchitecture
 from colo.catalog.vllm_rules import VllmRules
-
-LARGE_GPU_BYTES = 70 * GIB  # at or above this (and not an A100) the OpenAI server takes the larger defaults
-HUGE_GPU_BYTES = 160 * GIB  # 0.28+: a third tier
 
 
 @dataclass(frozen=True)
@@ -17,7 +14,6 @@ class EngineLimits:
     max_model_len: int
     max_num_seqs: int
     max_num_batched_tokens: int
-    chunked_prefill: bool
 
 
 def resolve_limits(
@@ -30,9 +26,9 @@ def resolve_limits(
     max_num_batched_tokens: int | None,
 ) -> EngineLimits:
     model_len = max_model_len or arch.max_position_embeddings
-    large = gpu.cuda_total_bytes >= LARGE_GPU_BYTES and not gpu.name.startswith("A100")
-    huge = rules.batch_tier_160gib and gpu.cuda_total_bytes >= HUGE_GPU_BYTES
-    seqs = max_num_seqs or (1024 if large else 256)
+    # vLLM matches the device name CUDA reports ("NVIDIA A100-SXM4-80GB"); a GPU given by memory has its label.
+    defaults = rules.batch_defaults(gpu.device_name or gpu.name, gpu.cuda_total_bytes)
+    seqs = max_num_seqs or defaults.max_num_seqs
     # Encoder-only (bidirectional) poolers cannot chunk a prefill, so one batch must hold a whole input.
     chunked = not arch.encoder_only
     if max_num_batched_tokens is not None:
@@ -40,5 +36,5 @@ def resolve_limits(
     elif not chunked:
         tokens = model_len
     else:
-        tokens = 16384 if huge else 8192 if large else 2048
-    return EngineLimits(model_len, seqs, tokens, chunked)
+        tokens = defaults.max_num_batched_tokens
+    return EngineLimits(model_len, seqs, tokens)

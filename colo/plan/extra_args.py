@@ -34,6 +34,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from packaging.version import InvalidVersion, Version
+
 from colo.echo import shown
 
 # option -> why colo owns it and which stack key to use instead (completes "... reads X as <option>, ")
@@ -134,8 +136,11 @@ PARSER_RULES: tuple[ParserRules, ...] = (
 )
 
 
-def _version(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in re.findall(r"[0-9]+", text.split(".post")[0], re.ASCII))
+def _version(text: str) -> Version:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return Version("0")  # not a release number: the schema refuses it; read with the oldest rules
 
 
 def parser_rules(version: str) -> ParserRules:

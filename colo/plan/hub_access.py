@@ -10,8 +10,8 @@ from colo.errors import Problem
 def hub_access_warnings(config: StackConfig) -> list[Problem]:
     warnings = []
     for index, pair in enumerate(config.pairs):
-        for role, server in (("llm", pair.llm), ("embedding", pair.embedding), ("reranker", pair.reranker)):
-            if server is None or server.weights_uri or config.hf_token_set or not is_gated(server.model):
+        for role, server in pair.servers():
+            if server.weights_uri or config.hf_token_set or not is_gated(server.model):
                 continue
             warnings.append(
                 Problem(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from colo.catalog import GpuSpec
+from colo.catalog import GpuSpec, gpu_candidates
 from colo.errors import Problem
 
 
@@ -23,10 +23,11 @@ class ReportedGpus:
     memory_mib: int | None  # per GPU, as EC2 reports it (MiB)
 
 
-def _same_model(catalog_name: str, ec2_name: str) -> bool:
-    # EC2 names the chip ("A100"); the catalog also names the memory size ("A100-80GB"), which the
-    # memory comparison checks separately.
-    return catalog_name.split("-", 1)[0].lower() == ec2_name.lower()
+def _same_model(gpu: GpuSpec, ec2_name: str) -> bool:
+    # EC2 names the chip ("A100", "H100"), which may stand for several catalog entries (40 or 80 GB; PCIe
+    # or SXM): any of them matches, and the memory comparison tells the sizes apart. A GPU given by its
+    # memory alone has no catalog name to compare.
+    return not gpu.from_catalog or gpu.name in gpu_candidates(ec2_name)
 
 
 def gpu_mismatch_problems(gpu: GpuSpec, gpus_per_node: int, reported: ReportedGpus) -> list[Problem]:
@@ -41,7 +42,7 @@ def gpu_mismatch_problems(gpu: GpuSpec, gpus_per_node: int, reported: ReportedGp
             )
         ]
     problems: list[Problem] = []
-    if not _same_model(gpu.name, reported.name):
+    if not _same_model(gpu, reported.name):
         problems.append(
             Problem(
                 "colo:nodePool.gpu",

@@ -36,7 +36,6 @@ class LayerBucket:
 class KvGeometry:
     buckets: tuple[LayerBucket, ...]
     group_size: int
-    padding_layers: int
 
     @property
     def bytes_per_block(self) -> int:
@@ -54,12 +53,6 @@ class KvGeometry:
     @property
     def has_tokens(self) -> bool:
         return any(b.block_tokens for b in self.buckets)
-
-    @property
-    def full_attention_bytes_per_token(self) -> int:
-        return sum(
-            b.layers * b.page_bytes // b.block_tokens for b in self.buckets if b.kind in ("full", "mla")
-        )
 
 
 def kv_dtype_bytes(arch: ModelArchitecture, kv_cache_dtype: str) -> int:
@@ -95,7 +88,7 @@ def kv_geometry(
                 "mla", arch.num_layers + mtp_draft_layers, per_token * DEFAULT_BLOCK_SIZE, DEFAULT_BLOCK_SIZE
             )
         )
-        return KvGeometry(tuple(buckets), arch.num_layers + mtp_draft_layers, 0)
+        return KvGeometry(tuple(buckets), arch.num_layers + mtp_draft_layers)
 
     local_token = 2 * arch.num_kv_heads * arch.head_dim * s
     global_heads = arch.global_num_kv_heads or arch.num_kv_heads
@@ -138,8 +131,7 @@ def kv_geometry(
     sizes = [b.layers for b in buckets]
     smallest, largest = min(sizes), max(sizes)
     group_size = largest if largest < 1.5 * smallest else smallest
-    padding = sum(_cdiv(n, group_size) * group_size - n for n in sizes)
-    return KvGeometry(tuple(buckets), group_size, padding)
+    return KvGeometry(tuple(buckets), group_size)
 
 
 def blocks_per_request(

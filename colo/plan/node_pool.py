@@ -88,6 +88,13 @@ def derived_volume_gib(plan: Plan) -> int:
     return max(MIN_VOLUME_GIB, stepped)
 
 
+def managed_node_pool(config: StackConfig, plan: Plan) -> NodePoolSpec | None:
+    """The pool colo manages on EKS, or None when the GPU nodes already exist (pods select their labels)."""
+    if config.node_pool.mode == "existing":
+        return None
+    return node_pool_spec(config, plan)
+
+
 def node_pool_spec(config: StackConfig, plan: Plan) -> NodePoolSpec:
     pool = config.node_pool
     # Every node holds placed pairs (or the spare GPU a rollout needs), so the pool never shrinks below

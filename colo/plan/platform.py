@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from colo.catalog import instance_type
+from colo.catalog import GpuLookupError, InstanceType, gpu, instance_type
 from colo.config.schema import StackConfig
 from colo.errors import Problem
 
@@ -84,16 +84,9 @@ def platform_problems(config: StackConfig) -> list[Problem]:
                 f"{cluster.kubernetes_version}. Drop the setting to use colo's health-wait start instead",
             )
         )
-    if instance_type_known(config):
-        known = instance_type(pool.instance_type)
-        if known is not None and known.gpu != pool.gpu:
-            problems.append(
-                Problem(
-                    "colo:nodePool.gpu",
-                    f"{pool.instance_type} carries {known.gpu} GPUs, not {pool.gpu}; the budget must use the GPU "
-                    f"the nodes really have. Set nodePool.gpu: {known.gpu}, or choose another instance type",
-                )
-            )
+    known = instance_type(pool.instance_type) if instance_type_known(config) else None
+    if known is not None:
+        problems += _instance_gpu_problems(config, known)
     if pool.mode == "managed" and cluster.node_image not in AMI_TYPES:
         problems.append(
             Problem(
@@ -103,6 +96,33 @@ def platform_problems(config: StackConfig) -> list[Problem]:
             )
         )
     return problems
+
+
+def _instance_gpu_problems(config: StackConfig, known: InstanceType) -> list[Problem]:
+    """The GPU the stack names must be the one the instance type carries (names compared through the
+    catalog lookup, so "NVIDIA L40S" and "L40S" agree)."""
+    pool = config.node_pool
+    if pool.named_gpu is None:
+        return [
+            Problem(
+                "colo:nodePool.gpuMemoryMiB",
+                f"{pool.instance_type} carries {known.gpu} GPUs, which colo's catalog knows; set nodePool.gpu: "
+                f"{known.gpu} (gpuMemoryMiB alone is for GPUs the catalog lacks)",
+            )
+        ]
+    try:
+        named = gpu(pool.named_gpu).name
+    except GpuLookupError:
+        return []  # the plan reports the name itself
+    if named == known.gpu:
+        return []
+    return [
+        Problem(
+            "colo:nodePool.gpu",
+            f"{pool.instance_type} carries {known.gpu} GPUs, not {named}; the budget must use the GPU the nodes "
+            f"really have. Set nodePool.gpu: {known.gpu}, or choose another instance type",
+        )
+    ]
 
 
 def uses_native_sidecars(config: StackConfig) -> bool:

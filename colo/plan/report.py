@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from colo.catalog import GIB, MIB
+from colo.catalog import GIB, MIB, GpuSpec
 from colo.plan.budget import ProcessBudget
 from colo.plan.colocate import ServerPlan
-from colo.plan.stack import PairPlan, Plan, Server
+from colo.plan.pair import PairPlan, Server
+from colo.plan.stack import Plan
 
 
 def _gib(value: int) -> float:
@@ -41,6 +42,18 @@ def budget_view(b: ProcessBudget) -> dict[str, Any]:
         "max_num_batched_tokens": spec.limits.max_num_batched_tokens,
         "footprint_mib": round(b.footprint_bytes / MIB),
         "errors": list(b.errors),
+    }
+
+
+def gpu_view(gpu: GpuSpec) -> dict[str, Any]:
+    """The GPU the budget used, with whatever colo had to assume about it."""
+    return {
+        "name": gpu.name,
+        "device_name": gpu.device_name or None,
+        "cuda_total_gib": _gib(gpu.cuda_total_bytes),
+        "context_mib": round(gpu.context_bytes / MIB),
+        "in_catalog": gpu.from_catalog,
+        "assumptions": list(gpu.assumptions),
     }
 
 
@@ -93,11 +106,7 @@ def pair_view(pair: PairPlan) -> dict[str, Any]:
 def plan_view(plan: Plan) -> dict[str, Any]:
     return {
         "feasible": plan.feasible,
-        "gpu": {
-            "name": plan.gpu.name,
-            "cuda_total_gib": _gib(plan.gpu.cuda_total_bytes),
-            "context_mib": round(plan.gpu.context_bytes / MIB),
-        },
+        "gpu": gpu_view(plan.gpu),
         "node_pool": {
             "mode": plan.config.node_pool.mode,
             "instance_type": plan.config.node_pool.instance_type,

@@ -1,6 +1,6 @@
 """CPU and memory of the servers, and whether the pods placed on a node fit what the instance offers.
 
-The GPU is not the only thing a pod can fail to get: a pod whose requests exceed the node's allocatable CPU
+Default requests per role live in colo.roles. The GPU is not the only thing a pod can fail to get: a pod whose requests exceed the node's allocatable CPU
 or memory stays Pending forever. Native sidecars count towards the pod's requests like app containers.
 """
 
@@ -11,11 +11,8 @@ from collections.abc import Sequence
 
 from colo.catalog import InstanceType
 from colo.errors import Problem
+from colo.roles import Role
 
-# Defaults by role: the LLM process holds the tokenizer, detokenizer and pinned staging buffers; the small
-# servers need far less. Both fit a 4-vCPU / 32 GiB single-GPU node (g6e.xlarge) with room for the kubelet.
-DEFAULT_CPU = {"llm": "2", "embedding": "1", "reranker": "1"}
-DEFAULT_MEMORY = {"llm": "20Gi", "embedding": "6Gi", "reranker": "6Gi"}
 # Reserved on every node by the kubelet, the system and daemon sets (colo's device plugin among them):
 # EKS reserves roughly 0.1 CPU and 0.5-1.5 GiB on these sizes; this stays on the safe side.
 NODE_RESERVED_MILLICPU = 400
@@ -50,7 +47,7 @@ def node_fit_problems(
     if cpu > cpu_free:
         problems.append(
             Problem(
-                f"{first_path}.llm.cpu",
+                f"{first_path}.{Role.LLM}.cpu",
                 f"the pairs on one {instance.name} node request {cpu / 1000:g} CPUs, more than the "
                 f"~{cpu_free / 1000:g} it can allocate, so the pod would stay Pending; lower the servers' cpu, or "
                 f"choose a larger instance type",
@@ -59,7 +56,7 @@ def node_fit_problems(
     if memory > memory_free:
         problems.append(
             Problem(
-                f"{first_path}.llm.memory",
+                f"{first_path}.{Role.LLM}.memory",
                 f"the pairs on one {instance.name} node request {memory / 1024**3:.0f} GiB of memory, more "
                 f"than the ~{memory_free / 1024**3:.0f} GiB it can allocate, so the pod would stay Pending; "
                 f"lower the servers' memory, or choose a larger instance type",

@@ -10,8 +10,7 @@ from __future__ import annotations
 import json
 
 from colo.plan.budget import ProcessBudget, capture_sizes_for
-
-PORTS = {"llm": 8000, "embedding": 8001, "reranker": 8002}
+from colo.roles import ROLES, Role
 
 
 def _number(value: float) -> str:
@@ -19,9 +18,10 @@ def _number(value: float) -> str:
 
 
 def vllm_arguments(
-    budget: ProcessBudget, *, role: str, model: str, served_name: str, model_path: str, extra_args: list[str]
+    budget: ProcessBudget, *, role: Role, model: str, served_name: str, model_path: str, extra_args: list[str]
 ) -> list[str]:
     spec = budget.spec
+    role_spec = ROLES[role]
     args = [
         model_path,
         "--served-model-name",
@@ -29,7 +29,7 @@ def vllm_arguments(
         "--host",
         "0.0.0.0",
         "--port",
-        str(PORTS[role]),
+        str(role_spec.port),
         "--gpu-memory-utilization",
         _number(spec.utilization),
         "--max-model-len",
@@ -46,8 +46,8 @@ def vllm_arguments(
     if spec.pooling:
         # `--task embed` was removed in 0.13; `--runner pooling` exists since 0.10.1.1.
         args += ["--runner", "pooling"]
-        if role == "reranker":
-            args += ["--convert", "classify"]
+        if role_spec.convert is not None:
+            args += ["--convert", role_spec.convert]
     if spec.enforce_eager:
         args.append("--enforce-eager")
     elif spec.capture_sizes is not None:
@@ -62,6 +62,6 @@ def vllm_arguments(
             "num_speculative_tokens": spec.num_speculative_tokens,
         }
         args += ["--speculative-config", json.dumps(speculative, separators=(",", ":"))]
-    if role != "llm":  # per-interval throughput logs of an embedding server are noise
+    if role_spec.pooling:  # per-interval throughput logs of an embedding server are noise
         args.append("--disable-log-stats")
     return args + list(extra_args)

@@ -17,7 +17,7 @@ from colo.plan.probes import MARGIN_FACTOR
 
 if TYPE_CHECKING:
     from colo.config.schema import StackConfig
-    from colo.plan.stack import Server
+    from colo.plan.pair import Server
 
 # The sync image's entrypoint (Dockerfile), spelled out so the pod does not depend on it.
 COMMAND = ("python", "-m", "colo.aws.weight_sync")

@@ -103,7 +103,8 @@ def _gdn_params(arch: ModelArchitecture) -> tuple[int, int]:
     return in_proj + out_proj, small
 
 
-def parameter_parts(arch: ModelArchitecture, *, pooling: bool, load_mtp: bool) -> WeightParts:
+def _embedding_params(arch: ModelArchitecture, *, pooling: bool) -> tuple[int, int, int]:
+    """(embedding, lm_head, small) parameters; encoders add position and token-type embeddings and a norm."""
     h = arch.hidden_size
     vocab = -(-arch.vocab_size // VOCAB_PADDING) * VOCAB_PADDING
     embedding = vocab * h
@@ -111,8 +112,12 @@ def parameter_parts(arch: ModelArchitecture, *, pooling: bool, load_mtp: bool) -
     if arch.encoder_only:
         embedding += (arch.max_position_embeddings + 2) * h + 2 * h + 2 * h
     lm_head = 0 if (arch.tie_word_embeddings or pooling or arch.encoder_only) else vocab * h
+    return embedding, lm_head, small
 
-    attention = mlp = experts = router = linear_attn = 0
+
+def _mixer_params(arch: ModelArchitecture) -> tuple[int, int, int]:
+    """(attention linear, linear-attention linear, small) parameters of every layer's token mixer."""
+    attention = linear_attn = small = 0
     attn_layers = arch.num_layers - arch.linear_attention_layers
     globals_ = arch.full_attention_layers if arch.sliding_attention_layers else 0
     for index in range(attn_layers):
@@ -123,11 +128,17 @@ def parameter_parts(arch: ModelArchitecture, *, pooling: bool, load_mtp: bool) -
         lin, sm = _gdn_params(arch)
         linear_attn = lin * arch.linear_attention_layers
         small += sm * arch.linear_attention_layers
+    return attention, linear_attn, small
 
+
+def _mlp_params(arch: ModelArchitecture) -> tuple[int, int, int, int]:
+    """(dense and shared-expert MLP, routed experts, router, small) parameters of every layer."""
+    h = arch.hidden_size
     moe_layers = arch.moe.moe_layers if arch.moe else 0
     dense_layers = arch.num_layers - moe_layers
     gated = 2 if arch.encoder_only else 3  # BERT-style MLPs have no gate projection
     mlp = dense_layers * gated * h * arch.intermediate_size
+    experts = router = small = 0
     if arch.encoder_only:
         small += arch.num_layers * (arch.intermediate_size + h + 4 * h + 4 * h)
     if arch.moe:
@@ -135,24 +146,40 @@ def parameter_parts(arch: ModelArchitecture, *, pooling: bool, load_mtp: bool) -
         experts = moe_layers * m.num_experts * 3 * h * m.moe_intermediate_size
         router = moe_layers * (h * m.num_experts + (h if m.shared_expert_intermediate_size else 0))
         mlp += moe_layers * 3 * h * m.shared_expert_intermediate_size
-    small += arch.num_layers * 2 * h  # input and post-attention norms
+    return mlp, experts, router, small
 
-    mtp = 0
-    if load_mtp and arch.mtp_layers:
-        per_layer_attention = _attention_params(arch, global_layer=False)
-        per_layer_mlp = (
-            3
-            * h
-            * (
-                arch.moe.num_experts * arch.moe.moe_intermediate_size
-                + arch.moe.shared_expert_intermediate_size
-                if arch.moe
-                else arch.intermediate_size
-            )
-        )
-        mtp = arch.mtp_layers * (sum(per_layer_attention) + per_layer_mlp + 2 * h * h + 4 * h)
+
+def _mtp_params(arch: ModelArchitecture) -> int:
+    """Multi-token-prediction layers: attention, an MLP like the model's, and the projection joining them."""
+    h = arch.hidden_size
+    per_layer_attention = _attention_params(arch, global_layer=False)
+    m = arch.moe
+    mlp_width = (
+        m.num_experts * m.moe_intermediate_size + m.shared_expert_intermediate_size
+        if m
+        else arch.intermediate_size
+    )
+    per_layer_mlp = 3 * h * mlp_width
+    return arch.mtp_layers * (sum(per_layer_attention) + per_layer_mlp + 2 * h * h + 4 * h)
+
+
+def parameter_parts(arch: ModelArchitecture, *, pooling: bool, load_mtp: bool) -> WeightParts:
+    embedding, lm_head, small = _embedding_params(arch, pooling=pooling)
+    attention, linear_attn, mixer_small = _mixer_params(arch)
+    mlp, experts, router, mlp_small = _mlp_params(arch)
+    norms = arch.num_layers * 2 * arch.hidden_size  # input and post-attention norms
+    mtp = _mtp_params(arch) if load_mtp and arch.mtp_layers else 0
     return WeightParts(
-        embedding, lm_head, attention, mlp, experts, router, linear_attn, small, mtp, arch.vision_parameters
+        embedding,
+        lm_head,
+        attention,
+        mlp,
+        experts,
+        router,
+        linear_attn,
+        small + mixer_small + mlp_small + norms,
+        mtp,
+        arch.vision_parameters,
     )
 
 

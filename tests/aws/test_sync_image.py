@@ -7,7 +7,7 @@ import re
 import subprocess
 import sys
 
-from colo.components.containers import RUN_AS
+from colo.components.pod_security import RUN_AS
 from colo.plan.weight_sync_step import COMMAND
 from colo.stackfiles import REPO_ROOT
 
@@ -47,6 +47,9 @@ def test_the_image_is_pinned_runs_as_the_pod_uid_and_starts_the_sync_command() -
     (base,) = _instruction("FROM")
     assert re.fullmatch(r"python:3\.11\.\d+-slim-\w+", base), base
     assert _instruction("USER") == [f"{RUN_AS}:{RUN_AS}"]
+    (user,) = [run for run in _instruction("RUN") if "useradd" in run]
+    assert f"groupadd --gid {RUN_AS} " in user
+    assert f"useradd --uid {RUN_AS} --gid {RUN_AS} " in user
     assert json.loads(_instruction("ENTRYPOINT")[0]) == list(COMMAND)
     (install,) = [run for run in _instruction("RUN") if "pip install" in run]
     assert "pip install --no-deps ." in install

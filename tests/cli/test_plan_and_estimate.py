@@ -163,14 +163,14 @@ def test_estimate_with_little_free_memory_fails_the_startup_check(capsys: pytest
 
 def test_estimate_with_fixed_kv_bytes_derives_tokens_from_them(capsys: pytest.CaptureFixture[str]) -> None:
     _, out = _estimate(
-        capsys, "--kv-cache-memory-bytes", str(9 * 2**30), "--max-model-len", "8192", gpu="H100"
+        capsys, "--kv-cache-memory-bytes", str(9 * 2**30), "--max-model-len", "8192", gpu="H100-SXM"
     )
     assert out["kv_cache_gib"] == 9.0
     assert out["kv_tokens"] == 9 * 2**30 // (144 * 1024 * 16) * 16
 
 
 def test_estimate_refuses_an_unknown_gpu_with_the_known_ones(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["estimate", "--model", "Qwen/Qwen3-8B", "--gpu", "T4"]) == 2
+    assert main(["estimate", "--model", "Qwen/Qwen3-8B", "--gpu", "Radeon RX 7900"]) == 2
     assert "L40S" in capsys.readouterr().err
 
 

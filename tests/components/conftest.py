@@ -8,7 +8,6 @@ from typing import Any
 
 import pulumi
 import pytest
-from pulumi.runtime import settings
 
 from colo.cli.common import load_config
 from colo.config import StackConfig
@@ -59,7 +58,7 @@ def declare_under_mocks(
 ) -> tuple[AwsMocks, dict[str, Any]]:
     """Run `build` in a fresh mocked stack; apply() errors propagate. Returns the mocks and its outputs."""
     mocks = mocks or AwsMocks()
-    settings.ROOT.set(None)
+    pulumi.runtime.reset_options()
     pulumi.runtime.set_mocks(mocks, project="colo", stack="test", preview=preview)
     outputs: dict[str, Any] = {}
 

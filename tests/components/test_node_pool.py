@@ -8,6 +8,7 @@ from colo.catalog import gpu
 from colo.components.node_pool import NODE_POLICIES, declare_node_pool
 from colo.config import StackConfig
 from colo.errors import ConfigError
+from colo.plan.node_pool import managed_node_pool
 from colo.plan.stack import Plan, make_plan
 from tests.components.conftest import AwsMocks, declare_under_mocks, stack_config
 from tests.harness import Recorded, default_invokes
@@ -25,7 +26,7 @@ def only(mocks: AwsMocks, type_: str) -> Recorded:
 def test_node_role_trusts_ec2_and_holds_only_the_node_policies(
     prod_config: StackConfig, prod_plan: Plan
 ) -> None:
-    mocks, _ = declare_under_mocks(lambda: declare_node_pool(prod_config, prod_plan))
+    mocks, _ = declare_under_mocks(lambda: declare_node_pool(managed_node_pool(prod_config, prod_plan)))
     role = only(mocks, "aws:iam/role:Role")
     assert '"Service": "ec2.amazonaws.com"' in role.inputs["assumeRolePolicy"]
     attached = sorted(
@@ -38,7 +39,7 @@ def test_node_role_trusts_ec2_and_holds_only_the_node_policies(
 def test_launch_template_requires_imdsv2_and_keeps_pods_off_the_node_role(
     prod_config: StackConfig, prod_plan: Plan
 ) -> None:
-    mocks, _ = declare_under_mocks(lambda: declare_node_pool(prod_config, prod_plan))
+    mocks, _ = declare_under_mocks(lambda: declare_node_pool(managed_node_pool(prod_config, prod_plan)))
     metadata = only(mocks, LAUNCH_TEMPLATE).inputs["metadataOptions"]
     assert metadata["httpTokens"] == "required"
     assert metadata["httpPutResponseHopLimit"] == 1
@@ -47,7 +48,7 @@ def test_launch_template_requires_imdsv2_and_keeps_pods_off_the_node_role(
 def test_launch_template_sizes_a_gp3_image_volume_from_the_plan(
     prod_config: StackConfig, prod_plan: Plan
 ) -> None:
-    mocks, _ = declare_under_mocks(lambda: declare_node_pool(prod_config, prod_plan))
+    mocks, _ = declare_under_mocks(lambda: declare_node_pool(managed_node_pool(prod_config, prod_plan)))
     (mapping,) = only(mocks, LAUNCH_TEMPLATE).inputs["blockDeviceMappings"]
     assert mapping["deviceName"] == "/dev/xvda"
     assert mapping["ebs"]["volumeType"] == "gp3"
@@ -58,7 +59,7 @@ def test_launch_template_sizes_a_gp3_image_volume_from_the_plan(
 
 def test_configured_root_volume_wins_over_the_derived_size() -> None:
     config = stack_config("prod", root_volume_gib=400)
-    mocks, _ = declare_under_mocks(lambda: declare_node_pool(config, make_plan(config)))
+    mocks, _ = declare_under_mocks(lambda: declare_node_pool(managed_node_pool(config, make_plan(config))))
     (mapping,) = only(mocks, LAUNCH_TEMPLATE).inputs["blockDeviceMappings"]
     assert mapping["ebs"]["volumeSize"] == 400
 
@@ -68,7 +69,7 @@ def test_bottlerocket_sizes_its_data_volume_and_uses_the_nvidia_bottlerocket_ami
     config = config.model_copy(
         update={"cluster": config.cluster.model_copy(update={"node_image": "bottlerocket-nvidia"})}
     )
-    mocks, _ = declare_under_mocks(lambda: declare_node_pool(config, make_plan(config)))
+    mocks, _ = declare_under_mocks(lambda: declare_node_pool(managed_node_pool(config, make_plan(config))))
     (mapping,) = only(mocks, LAUNCH_TEMPLATE).inputs["blockDeviceMappings"]
     assert mapping["deviceName"] == "/dev/xvdb"
     assert only(mocks, NODE_GROUP).inputs["amiType"] == "BOTTLEROCKET_x86_64_NVIDIA"
@@ -77,7 +78,7 @@ def test_bottlerocket_sizes_its_data_volume_and_uses_the_nvidia_bottlerocket_ami
 def test_node_group_joins_the_existing_cluster_with_the_planned_nodes(
     prod_config: StackConfig, prod_plan: Plan
 ) -> None:
-    mocks, outputs = declare_under_mocks(lambda: declare_node_pool(prod_config, prod_plan))
+    mocks, outputs = declare_under_mocks(lambda: declare_node_pool(managed_node_pool(prod_config, prod_plan)))
     group = only(mocks, NODE_GROUP).inputs
     assert group["clusterName"] == "colo-prod"
     assert group["amiType"] == "AL2023_x86_64_NVIDIA"
@@ -93,7 +94,7 @@ def test_node_group_joins_the_existing_cluster_with_the_planned_nodes(
 def test_node_group_carries_the_labels_pods_and_the_device_plugin_select(
     prod_config: StackConfig, prod_plan: Plan
 ) -> None:
-    mocks, _ = declare_under_mocks(lambda: declare_node_pool(prod_config, prod_plan))
+    mocks, _ = declare_under_mocks(lambda: declare_node_pool(managed_node_pool(prod_config, prod_plan)))
     group = only(mocks, NODE_GROUP).inputs
     assert group["labels"] == {"colo.dev/gpu-pool": "colo-prod", "nvidia.com/gpu.present": "true"}
     assert group["taints"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}]
@@ -103,13 +104,15 @@ def test_desired_size_follows_the_plan_when_pairs_need_more_nodes() -> None:
     config = stack_config("prod", instance_type="g6e.xlarge", spare_gpus=0, max_nodes=5)
     plan = make_plan(config)
     assert plan.node_count == 3
-    mocks, _ = declare_under_mocks(lambda: declare_node_pool(config, plan))
+    mocks, _ = declare_under_mocks(lambda: declare_node_pool(managed_node_pool(config, plan)))
     assert only(mocks, NODE_GROUP).inputs["scalingConfig"] == {"desiredSize": 3, "minSize": 3, "maxSize": 5}
 
 
 def test_existing_nodes_add_nothing_to_aws() -> None:
     config = stack_config("local")
-    mocks, outputs = declare_under_mocks(lambda: declare_node_pool(config, make_plan(config)))
+    mocks, outputs = declare_under_mocks(
+        lambda: declare_node_pool(managed_node_pool(config, make_plan(config)))
+    )
     assert mocks.resources == []
     assert outputs == {}
 
@@ -120,7 +123,7 @@ def test_a_node_image_eks_cannot_launch_is_a_config_error() -> None:
         update={"cluster": config.cluster.model_copy(update={"node_image": "gpu-operator-cdi"})}
     )
     with pytest.raises(ConfigError, match=r"colo:cluster.nodeImage.*mode: existing"):
-        declare_node_pool(config, make_plan(config))
+        declare_node_pool(managed_node_pool(config, make_plan(config)))
 
 
 def _ec2_reports(**gpu_fields: Any) -> AwsMocks:
@@ -139,23 +142,25 @@ def test_gpu_memory_that_disagrees_with_the_catalog_fails_the_run(
 ) -> None:
     with pytest.raises(Exception, match=r"colo:nodePool.gpu.*22888 MiB.*45776 MiB"):
         declare_under_mocks(
-            lambda: declare_node_pool(prod_config, prod_plan),
+            lambda: declare_node_pool(managed_node_pool(prod_config, prod_plan)),
             mocks=_ec2_reports(memorySize=22888),
             preview=preview,
         )
 
 
 def test_a_different_gpu_model_fails_the_run_naming_the_gpu_setting(prod_config: StackConfig) -> None:
-    plan = make_plan(prod_config, gpu_override=gpu("H100"))
+    plan = make_plan(prod_config, gpu_override=gpu("H100-SXM"))
     with pytest.raises(Exception, match=r"colo:nodePool.gpu.*carries L40S GPUs.*computed for H100"):
-        declare_under_mocks(lambda: declare_node_pool(prod_config, plan))
+        declare_under_mocks(lambda: declare_node_pool(managed_node_pool(prod_config, plan)))
 
 
 def test_a_gpu_count_that_disagrees_with_the_placement_fails_the_run(
     prod_config: StackConfig, prod_plan: Plan
 ) -> None:
     with pytest.raises(Exception, match=r"colo:nodePool.instanceType.*has 8 GPUs.*assumed 4"):
-        declare_under_mocks(lambda: declare_node_pool(prod_config, prod_plan), mocks=_ec2_reports(count=8))
+        declare_under_mocks(
+            lambda: declare_node_pool(managed_node_pool(prod_config, prod_plan)), mocks=_ec2_reports(count=8)
+        )
 
 
 def test_no_node_group_is_declared_with_an_unverified_instance_type(
@@ -163,5 +168,5 @@ def test_no_node_group_is_declared_with_an_unverified_instance_type(
 ) -> None:
     mocks = _ec2_reports(memorySize=1)
     with pytest.raises(Exception, match=r"colo:nodePool\.gpu"):
-        declare_under_mocks(lambda: declare_node_pool(prod_config, prod_plan), mocks=mocks)
+        declare_under_mocks(lambda: declare_node_pool(managed_node_pool(prod_config, prod_plan)), mocks=mocks)
     assert mocks.of_type(NODE_GROUP) == []

@@ -7,12 +7,12 @@ from hypothesis import strategies as st
 
 from colo.catalog import gpu_names
 from colo.catalog.models import catalog_ids
-from colo.catalog.vllm_rules import _load
+from colo.catalog.vllm_rules import releases
 from colo.plan.budget import size_process
 from colo.plan.colocate import ServerRequest, plan_gpu
 from tests.plan.helpers import process
 
-VERSIONS = sorted({r.first for r in _load()[0]} | {r.last for r in _load()[0]})
+VERSIONS = sorted({r.first for r in releases()} | {r.last for r in releases()})
 DECODERS = [m for m in catalog_ids() if m != "BAAI/bge-m3"]
 
 models = st.sampled_from(DECODERS)

@@ -48,14 +48,14 @@ def test_pairs_sharing_a_node_add_up() -> None:
 
 def test_an_existing_pool_with_a_named_instance_type_must_match_the_gpu() -> None:
     def wrong_gpu(raw: dict[str, Any]) -> None:
-        raw["nodePool"]["gpu"] = "H100"
+        raw["nodePool"]["gpu"] = "H100-SXM"
 
     assert "carries L40S GPUs" in _paths(_plan("local", wrong_gpu))["colo:nodePool.gpu"]
 
 
 def test_an_existing_pool_without_an_instance_type_is_not_second_guessed() -> None:
     def unnamed(raw: dict[str, Any]) -> None:
-        raw["nodePool"] = {"mode": "existing", "gpu": "H100", "nodeSelector": {"pool": "h100"}}
+        raw["nodePool"] = {"mode": "existing", "gpu": "H100-SXM", "nodeSelector": {"pool": "h100"}}
         raw["cluster"]["gpuPairing"] = "dra"
 
     plan = _plan("local", unnamed)

@@ -57,18 +57,18 @@ def test_error_text_names_the_device_only_from_014() -> None:
 def test_cuda_graph_estimate_comes_off_the_kv_pool_only_where_the_release_does_it(
     version: str, model: str, subtracted: bool
 ) -> None:
-    assert sized(model, "H100", version).graph_estimate_in_budget is subtracted
+    assert sized(model, "H100-SXM", version).graph_estimate_in_budget is subtracted
 
 
 def test_eager_and_fixed_kv_bytes_never_subtract_a_graph_estimate() -> None:
-    assert not sized("Qwen/Qwen3-8B", "H100", "0.31.0", enforce_eager=True).graph_estimate_in_budget
-    fixed = sized("Qwen/Qwen3-8B", "H100", "0.31.0", kv_cache_memory_bytes=10 * GIB)
+    assert not sized("Qwen/Qwen3-8B", "H100-SXM", "0.31.0", enforce_eager=True).graph_estimate_in_budget
+    fixed = sized("Qwen/Qwen3-8B", "H100-SXM", "0.31.0", kv_cache_memory_bytes=10 * GIB)
     assert not fixed.graph_estimate_in_budget
     assert fixed.kv_bytes == 10 * GIB
 
 
 def test_kv_pool_is_requested_minus_weights_activation_non_torch_and_in_budget_graphs() -> None:
-    b = sized("Qwen/Qwen3-8B", "H100", "0.31.0", gpu_memory_utilization=0.8)
+    b = sized("Qwen/Qwen3-8B", "H100-SXM", "0.31.0", gpu_memory_utilization=0.8)
     assert (
         b.kv_bytes
         == b.requested_bytes - b.weights_bytes - b.activation_bytes - b.non_torch_bytes - b.graphs.bytes
@@ -115,8 +115,8 @@ def test_hybrid_gdn_block_size_matches_vllms_log() -> None:
 
 
 def test_from_021_reported_tokens_are_concurrency_times_max_model_len() -> None:
-    old = sized("Qwen/Qwen3.6-27B-FP8", "H100", "0.20.2", max_model_len=32768, kv_cache_dtype="fp8")
-    new = sized("Qwen/Qwen3.6-27B-FP8", "H100", "0.21.0", max_model_len=32768, kv_cache_dtype="fp8")
+    old = sized("Qwen/Qwen3.6-27B-FP8", "H100-SXM", "0.20.2", max_model_len=32768, kv_cache_dtype="fp8")
+    new = sized("Qwen/Qwen3.6-27B-FP8", "H100-SXM", "0.21.0", max_model_len=32768, kv_cache_dtype="fp8")
     assert new.capacity is not None and old.capacity is not None
     assert new.capacity.tokens == int(new.capacity.max_concurrency * 32768)
     assert old.capacity.tokens == old.capacity.num_blocks // 4 * 1568
@@ -145,8 +145,8 @@ def test_large_gpus_get_larger_batch_defaults_and_a_third_tier_from_028() -> Non
 
 
 def test_sampler_profile_shrinks_when_top_k_top_p_stops_sorting_in_017() -> None:
-    sorting = sized("meta-llama/Llama-3.1-8B-Instruct", "H100", "0.16.0")
-    triton = sized("meta-llama/Llama-3.1-8B-Instruct", "H100", "0.17.0")
+    sorting = sized("meta-llama/Llama-3.1-8B-Instruct", "H100-SXM", "0.16.0")
+    triton = sized("meta-llama/Llama-3.1-8B-Instruct", "H100-SXM", "0.17.0")
     assert sorting.activation_bytes > 2 * triton.activation_bytes
 
 

@@ -1,0 +1,305 @@
+"""GPUs: colo's catalog (gpus.yaml), found by any name a user writes, or described by memory alone.
+
+One lookup serves the stack file, `colo estimate`, the instance-type catalog and the bench. A name is
+normalised (case, separators, vendor words, "80 GB" -> "80gb") and must equal one explicit alias of one GPU;
+a name that only part-matches is refused with the GPUs it could mean, so "A100" never silently becomes the
+40 GB or the 80 GB card.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from functools import cache
+from importlib import resources
+from typing import Any, Literal
+
+import yaml
+
+from colo.catalog.units import GIB, MIB
+
+Segment = Literal["datacenter", "workstation"]
+# Words that vendors put in front of a name and users leave out ("NVIDIA GeForce RTX 4090" = "RTX 4090").
+_VENDOR_WORDS = frozenset({"nvidia", "geforce", "tesla"})
+_SIZE = re.compile(r"^\d+$")
+
+
+class GpuLookupError(KeyError):
+    """A GPU name that names no catalog GPU, or more than one; args[0] is the message for the user."""
+
+    def __init__(self, message: str, candidates: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.candidates = candidates
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    name: str
+    cuda_total_bytes: int  # torch.cuda.mem_get_info() total: what vLLM prints as the device total
+    context_bytes: int
+    cublas_bytes: int
+    nvidia_smi_total_mib: int | None = None
+    ec2_memory_mib: int | None = None
+    sources: Mapping[str, str] = field(default_factory=dict)
+    # CUDA compute capability (major, minor): vLLM picks kernels and quantized layouts by it (Marlin below
+    # 8.9 for FP8, FlashMLA on 9.x, V1's minimum of 8.0 before 0.10.2).
+    compute_capability: tuple[int, int] = (0, 0)
+    # Streaming multiprocessors: the Triton top-k/top-p sampler sizes a scratch buffer by it.
+    sm_count: int = 0
+    device_name: str = ""  # as torch.cuda.get_device_name and nvidia-smi print it; vLLM matches on it
+    from_catalog: bool = True  # False: a GPU the catalog lacks, described by its memory alone
+    # Figures colo had to assume (a GPU given by its memory, or a total given by the user), said in output.
+    assumptions: tuple[str, ...] = ()
+
+    @property
+    def cuda_total_gib(self) -> float:
+        return self.cuda_total_bytes / GIB
+
+    @property
+    def cuda_total_mib(self) -> float:
+        return self.cuda_total_bytes / MIB
+
+
+def normalise(name: str) -> frozenset[str]:
+    """The words of a GPU name, as the lookup compares them."""
+    words = [w for w in re.split(r"[^a-z0-9]+", name.lower()) if w and w not in _VENDOR_WORDS]
+    joined: list[str] = []
+    for word in words:
+        if word in ("gb", "g") and joined and _SIZE.match(joined[-1]):
+            joined[-1] += "gb"  # "80 GB" and "80GB" are one word
+        else:
+            joined.append(word)
+    return frozenset(joined)
+
+
+@dataclass(frozen=True)
+class _Entry:
+    spec: GpuSpec
+    segment: Segment
+    aliases: tuple[str, ...]
+    measured_context: bool
+
+
+@dataclass(frozen=True)
+class _Catalog:
+    gpus: dict[str, GpuSpec]
+    aliases: dict[frozenset[str], str]  # normalised alias -> GPU name
+    alias_text: dict[str, tuple[str, ...]]  # GPU name -> its aliases as written in gpus.yaml
+    largest_context: GpuSpec  # the GPU with the largest measured context (unknown GPUs take its figure)
+    largest_sm: GpuSpec
+
+
+def _capability(text: str) -> tuple[int, int]:
+    major, minor = str(text).split(".")
+    return int(major), int(minor)
+
+
+def _measured_total(entry: Mapping[str, Any]) -> int | None:
+    # vLLM prints round(bytes / 2**30, 2); a MiB figure, where known, is more precise and wins.
+    if "cuda_total_mib" in entry:
+        return int(entry["cuda_total_mib"]) * MIB
+    if "cuda_total_gib" in entry:
+        return round(float(entry["cuda_total_gib"]) * GIB)
+    return None
+
+
+def _largest_gap(raw: Mapping[str, Mapping[str, Any]]) -> tuple[int, str]:
+    """nvidia-smi's memory.total minus the CUDA total, largest over the GPUs where both are known."""
+    gaps = [
+        (int(e["nvidia_smi_total_mib"]) * MIB - total, name)
+        for name, e in raw.items()
+        if (total := _measured_total(e)) is not None and e.get("nvidia_smi_total_mib")
+    ]
+    return max(gaps)
+
+
+def _cuda_total(name: str, entry: Mapping[str, Any], gap: tuple[int, str]) -> tuple[int, str | None]:
+    """The measured CUDA total, or one derived from nvidia-smi's total by the largest known gap."""
+    measured = _measured_total(entry)
+    if measured is not None:
+        return measured, None
+    smi = entry.get("nvidia_smi_total_mib")
+    if not smi:
+        raise ValueError(
+            f"gpus.yaml: {name} has neither a CUDA total nor nvidia-smi's total to derive it from"
+        )
+    gap_bytes, gap_gpu = gap
+    derived = (
+        f"derived: nvidia-smi memory.total {smi} MiB minus {gap_bytes // MIB} MiB, the largest gap between "
+        f"nvidia-smi's and CUDA's totals on any catalog GPU with both measured ({gap_gpu}); a lower total "
+        f"keeps the predicted KV pool from exceeding the real one"
+    )
+    return int(smi) * MIB - gap_bytes, derived
+
+
+def _entry(name: str, raw: Mapping[str, Any], gap: tuple[int, str], cublas: int) -> _Entry:
+    total, derived = _cuda_total(name, raw, gap)
+    sources = dict(raw.get("sources") or {})
+    if derived:
+        sources["cuda_total"] = f"{sources['cuda_total']}; {derived}" if "cuda_total" in sources else derived
+    spec = GpuSpec(
+        name=name,
+        device_name=str(raw["device_name"]),
+        cuda_total_bytes=total,
+        context_bytes=int(raw.get("context_mib", 0)) * MIB,
+        cublas_bytes=int(raw.get("cublas_mib", cublas // MIB)) * MIB,
+        nvidia_smi_total_mib=raw.get("nvidia_smi_total_mib"),
+        ec2_memory_mib=raw.get("ec2_memory_mib"),
+        sources=sources,
+        compute_capability=_capability(raw["compute_capability"]),
+        sm_count=int(raw["sm_count"]),
+    )
+    aliases = (name, str(raw["device_name"]), *(str(a) for a in raw.get("aliases") or ()))
+    return _Entry(spec, raw["segment"], aliases, "context_mib" in raw)
+
+
+def _with_class_context(entries: dict[str, _Entry]) -> dict[str, GpuSpec]:
+    """A GPU without a measured context takes the largest measured in its segment (data centre or
+    workstation): contexts grow with the driver and the SM count, so the largest is the safe side."""
+    largest: dict[str, _Entry] = {}
+    for entry in entries.values():
+        best = largest.get(entry.segment)
+        if entry.measured_context and (best is None or entry.spec.context_bytes > best.spec.context_bytes):
+            largest[entry.segment] = entry
+    table: dict[str, GpuSpec] = {}
+    for name, entry in entries.items():
+        spec = entry.spec
+        if not entry.measured_context:
+            donor = largest[entry.segment].spec
+            spec = replace(
+                spec,
+                context_bytes=donor.context_bytes,
+                sources={
+                    **spec.sources,
+                    "context": f"not measured on this GPU: the largest context measured on a {entry.segment} "
+                    f"GPU of the catalog ({donor.name}, {donor.context_bytes // MIB} MiB)",
+                },
+            )
+        table[name] = spec
+    return table
+
+
+def parse_catalog(data: Mapping[str, Any]) -> _Catalog:
+    raw: dict[str, Mapping[str, Any]] = dict(data["gpus"])
+    gap = _largest_gap(raw)
+    cublas = int(data["default_cublas_mib"]) * MIB
+    entries = {name: _entry(name, e, gap, cublas) for name, e in raw.items()}
+    aliases: dict[frozenset[str], str] = {}
+    for name, entry in entries.items():
+        for alias in entry.aliases:
+            key = normalise(alias)
+            if aliases.get(key, name) != name:
+                raise ValueError(f"gpus.yaml: alias '{alias}' of {name} also names {aliases[key]}")
+            aliases[key] = name
+    measured = [entry.spec for entry in entries.values() if entry.measured_context]
+    return _Catalog(
+        gpus=_with_class_context(entries),
+        aliases=aliases,
+        alias_text={name: entry.aliases for name, entry in entries.items()},
+        largest_context=max(measured, key=lambda g: g.context_bytes),
+        largest_sm=max((entry.spec for entry in entries.values()), key=lambda g: g.sm_count),
+    )
+
+
+@cache
+def _catalog() -> _Catalog:
+    text = resources.files("colo.catalog").joinpath("gpus.yaml").read_text()
+    return parse_catalog(yaml.safe_load(text))
+
+
+def gpu_names() -> list[str]:
+    return sorted(_catalog().gpus)
+
+
+def gpu_aliases(name: str) -> tuple[str, ...]:
+    """Every name gpus.yaml lists for one catalog GPU (its own name and nvidia-smi's first)."""
+    return _catalog().alias_text[name]
+
+
+def gpu_candidates(name: str) -> tuple[str, ...]:
+    """The catalog GPUs a name may mean: the one it is an alias of, else every GPU one of whose aliases
+    holds all its words ("A100" -> both A100s), else none."""
+    catalog = _catalog()
+    words = normalise(name)
+    if words in catalog.aliases:
+        return (catalog.aliases[words],)
+    if not words:
+        return ()
+    return tuple(sorted({gpu for alias, gpu in catalog.aliases.items() if words <= alias}))
+
+
+def _describe(name: str) -> str:
+    spec = _catalog().gpus[name]
+    return f"{name} ({spec.device_name}, {round(spec.cuda_total_gib, 2)} GiB)"
+
+
+def gpu(name: str) -> GpuSpec:
+    """The catalog GPU `name` is an alias of; refuses a name that fits several GPUs, or none."""
+    catalog = _catalog()
+    candidates = gpu_candidates(name)
+    if len(candidates) == 1 and normalise(name) in catalog.aliases:
+        return catalog.gpus[candidates[0]]
+    if len(candidates) == 1:
+        raise GpuLookupError(
+            f"GPU '{name}' is not one of the names colo knows; did you mean {_describe(candidates[0])}?",
+            candidates,
+        )
+    if candidates:
+        listed = "; ".join(_describe(c) for c in candidates)
+        raise GpuLookupError(f"GPU '{name}' could be any of: {listed}; name the one you have", candidates)
+    raise GpuLookupError(
+        f"unknown GPU '{name}'; colo's catalog has {', '.join(gpu_names())} (nvidia-smi's names and the "
+        f"usual short forms work too); for another GPU give its memory instead"
+    )
+
+
+def gpu_by_memory(cuda_total_mib: int, label: str | None = None) -> GpuSpec:
+    """A GPU the catalog lacks, known only by the total CUDA reports (what vLLM prints as the device total).
+
+    What no memory figure tells is taken on the safe side, and said: the largest per-process context and
+    SM count in the catalog, and compute capability 9.0 (V1 runs, and the all-reduce and FlashInfer
+    buffers vLLM creates on 9.0 and later are counted).
+    """
+    catalog = _catalog()
+    context, sms = catalog.largest_context, catalog.largest_sm
+    return GpuSpec(
+        name=label or f"GPU with {cuda_total_mib} MiB",
+        cuda_total_bytes=cuda_total_mib * MIB,
+        context_bytes=context.context_bytes,
+        cublas_bytes=context.cublas_bytes,
+        sources={"cuda_total": "given by the user (the total CUDA reports, as vLLM prints it)"},
+        compute_capability=(9, 0),
+        sm_count=sms.sm_count,
+        from_catalog=False,
+        assumptions=(
+            f"GPU not in colo's catalog: CUDA total {cuda_total_mib} MiB as given; per-process context taken "
+            f"as the largest in the catalog ({context.context_bytes // MIB} MiB, {context.name}), SM count as "
+            f"the largest ({sms.sm_count}, {sms.name}), compute capability as 9.0",
+        ),
+    )
+
+
+def resolve_gpu(name: str | None, cuda_total_mib: int | None) -> GpuSpec:
+    """The GPU a stack or `colo estimate` describes: a catalog name, a memory size, or both (a catalog GPU
+    whose driver reports another total; or an unknown name, kept as the label of a GPU given by memory)."""
+    if cuda_total_mib is None:
+        if name is None:
+            raise GpuLookupError("name a GPU, or give its memory")
+        return gpu(name)
+    if name is None:
+        return gpu_by_memory(cuda_total_mib)
+    try:
+        known = gpu(name)
+    except GpuLookupError:
+        return gpu_by_memory(cuda_total_mib, label=name)
+    catalog_mib = round(known.cuda_total_mib)
+    if catalog_mib == cuda_total_mib:
+        return known
+    return replace(
+        known,
+        cuda_total_bytes=cuda_total_mib * MIB,
+        assumptions=(
+            f"CUDA total {cuda_total_mib} MiB as given, instead of the catalog's {catalog_mib} MiB",
+        ),
+    )

@@ -1,0 +1,343 @@
+"""Read a Hugging Face config.json into a ModelArchitecture, one concern at a time.
+
+The parser understands the config shapes of the families colo ships in its catalog (Llama, Mistral, Qwen2/3,
+Qwen3-MoE, Qwen3.5/3.6 hybrid Gated DeltaNet, Gemma 3/4, DeepSeek-style MLA, XLM-RoBERTa encoders). Unknown
+architectures still work when they follow the common Llama-style keys. Each step below reads one concern
+(dimensions, layer kinds, attention variants, MoE, Gated DeltaNet, MLA, vision tower, quantization) and can be
+called on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from colo.catalog.architecture import (
+    DTYPE_BYTES,
+    ArchitectureError,
+    GdnGeometry,
+    MlaGeometry,
+    ModelArchitecture,
+    MoeGeometry,
+)
+
+ENCODER_ONLY_NAMES = ("Roberta", "Bert", "XLMRoberta")
+LINEAR_LAYER_TYPES = ("linear_attention", "mamba", "gated_deltanet")
+SLIDING_LAYER_TYPES = ("sliding_attention", "local_attention", "chunked_attention")
+DEFAULT_QUANT_GROUP = 128
+NVFP4_GROUP = 16  # one fp8 scale per 16 values
+# quant_method spellings that load the same way as a method colo sizes
+QUANT_METHOD_ALIASES = {
+    "awq_marlin": "awq",
+    "gptq_marlin": "gptq",
+    "modelopt": "nvfp4",
+    "modelopt_fp4": "nvfp4",
+}
+
+
+@dataclass(frozen=True)
+class HfConfig:
+    """A config.json: `top` is the whole file, `text` the decoder's part (`text_config` of multimodal
+    configs, else the file itself)."""
+
+    top: Mapping[str, Any]
+    text: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, raw: Mapping[str, Any]) -> HfConfig:
+        return cls(raw, raw.get("text_config") or raw)
+
+    @property
+    def architecture(self) -> str:
+        names = list(self.top.get("architectures") or self.text.get("architectures") or ["unknown"])
+        return str(names[0])
+
+
+@dataclass(frozen=True)
+class Dimensions:
+    hidden_size: int
+    num_layers: int
+    num_attention_heads: int
+    num_kv_heads: int
+    head_dim: int
+    intermediate_size: int
+    vocab_size: int
+    max_position_embeddings: int
+    dtype: str
+    tie_word_embeddings: bool
+
+
+@dataclass(frozen=True)
+class LayerKinds:
+    full: int
+    sliding: int
+    linear: int
+    window: int | None  # the sliding window, only where some layer slides
+
+
+@dataclass(frozen=True)
+class AttentionVariants:
+    attention_bias: bool
+    attn_output_gate: bool
+    global_num_kv_heads: int | None
+    global_head_dim: int | None
+    global_k_eq_v: bool
+    rotary_dim: int
+
+
+@dataclass(frozen=True)
+class QuantizationScheme:
+    method: str
+    group_size: int
+    unquantized_modules: tuple[str, ...]
+
+
+def _need(cfg: Mapping[str, Any], *keys: str) -> Any:
+    for key in keys:
+        if key in cfg and cfg[key] is not None:
+            return cfg[key]
+    raise ArchitectureError(f"config.json has none of {', '.join(keys)}")
+
+
+def _opt_int(value: Any) -> int | None:
+    return int(value) if value is not None else None
+
+
+def dimensions(config: HfConfig) -> Dimensions:
+    cfg, top = config.text, config.top
+    hidden = int(_need(cfg, "hidden_size", "d_model"))
+    layers = int(_need(cfg, "num_hidden_layers", "n_layer", "num_layers"))
+    heads = int(_need(cfg, "num_attention_heads", "n_head"))
+    return Dimensions(
+        hidden_size=hidden,
+        num_layers=layers,
+        num_attention_heads=heads,
+        num_kv_heads=int(cfg.get("num_key_value_heads") or heads),
+        head_dim=int(cfg.get("head_dim") or hidden // heads),
+        intermediate_size=int(cfg.get("intermediate_size") or 4 * hidden),
+        vocab_size=int(_need(cfg if "vocab_size" in cfg else top, "vocab_size")),
+        max_position_embeddings=int(
+            cfg.get("max_position_embeddings") or top.get("max_position_embeddings") or 8192
+        ),
+        dtype=str(cfg.get("torch_dtype") or cfg.get("dtype") or top.get("torch_dtype") or "bfloat16"),
+        tie_word_embeddings=bool(top.get("tie_word_embeddings", cfg.get("tie_word_embeddings", False))),
+    )
+
+
+def is_encoder_only(config: HfConfig) -> bool:
+    """Bidirectional encoders (BERT family): vLLM gives them no KV cache."""
+    named = any(name in config.architecture for name in ENCODER_ONLY_NAMES)
+    return named or bool(config.text.get("is_encoder_only"))
+
+
+def _kinds_from_layer_types(layer_types: list[str], layers: int) -> tuple[int, int, int]:
+    full = sliding = linear = 0
+    for kind in layer_types[:layers]:
+        if kind in LINEAR_LAYER_TYPES:
+            linear += 1
+        elif kind in SLIDING_LAYER_TYPES:
+            sliding += 1
+        else:
+            full += 1
+    return full, sliding, linear
+
+
+def layer_kinds(config: HfConfig, layers: int) -> LayerKinds:
+    """Full, sliding-window and linear-attention layers: from `layer_types`, an interval or pattern
+    (hybrids, Gemma 3), or one kind for every layer. Qwen configs carry a sliding_window they do not use."""
+    cfg = config.text
+    window: int | None = cfg.get("sliding_window")
+    full = sliding = linear = 0
+    if cfg.get("layer_types"):
+        full, sliding, linear = _kinds_from_layer_types(cfg["layer_types"], layers)
+    elif cfg.get("full_attention_interval"):
+        full = layers // int(cfg["full_attention_interval"])
+        linear = layers - full
+    elif cfg.get("sliding_window_pattern") and window:
+        full = layers // int(cfg["sliding_window_pattern"])
+        sliding = layers - full
+    elif window and cfg.get("use_sliding_window", True) and "Qwen" not in config.architecture:
+        sliding = layers
+    else:
+        full = layers
+    return LayerKinds(full, sliding, linear, int(window) if window and sliding else None)
+
+
+def attention_variants(config: HfConfig, head_dim: int, kinds: LayerKinds) -> AttentionVariants:
+    """Biases, output gates, Gemma 4's separate global-layer geometry and partial rotary embeddings."""
+    cfg, architecture = config.text, config.architecture
+    return AttentionVariants(
+        attention_bias=bool(cfg.get("attention_bias", "Qwen2" in architecture)),
+        attn_output_gate=bool(cfg.get("attn_output_gate", kinds.linear > 0 and "Qwen" in architecture)),
+        global_num_kv_heads=_opt_int(cfg.get("num_global_key_value_heads")),
+        global_head_dim=_opt_int(cfg.get("global_head_dim")),
+        global_k_eq_v=bool(cfg.get("attention_k_eq_v", False)),
+        rotary_dim=rotary_dim(cfg, head_dim),
+    )
+
+
+def rotary_dim(cfg: Mapping[str, Any], head_dim: int) -> int:
+    rope = cfg.get("rope_parameters") or {}
+    factor = (
+        cfg.get("partial_rotary_factor")
+        or (rope.get("partial_rotary_factor") if isinstance(rope, Mapping) else None)
+        or 1.0
+    )
+    return int(head_dim * float(factor))
+
+
+def _sparse_layers(cfg: Mapping[str, Any], layers: int) -> int:
+    """Layers whose MLP is sparse: DeepSeek keeps the first k dense, Qwen2-MoE can sparsify every n-th."""
+    if cfg.get("first_k_dense_replace"):
+        return layers - int(cfg["first_k_dense_replace"])
+    step = int(cfg.get("decoder_sparse_step") or 0)
+    return layers // step if step > 1 else layers
+
+
+def _shared_expert_size(cfg: Mapping[str, Any], expert_size: int) -> int:
+    shared = int(cfg.get("shared_expert_intermediate_size") or 0)
+    if not shared and cfg.get("n_shared_experts"):
+        shared = int(cfg["n_shared_experts"]) * expert_size
+    return shared
+
+
+def moe_geometry(config: HfConfig, dims: Dimensions) -> MoeGeometry | None:
+    cfg = config.text
+    experts = cfg.get("num_experts") or cfg.get("n_routed_experts") or cfg.get("num_local_experts")
+    if not experts:
+        return None
+    expert_size = int(cfg.get("moe_intermediate_size") or dims.intermediate_size)
+    return MoeGeometry(
+        num_experts=int(experts),
+        experts_per_token=int(cfg.get("num_experts_per_tok") or cfg.get("top_k_experts") or 2),
+        moe_intermediate_size=expert_size,
+        shared_expert_intermediate_size=_shared_expert_size(cfg, expert_size),
+        moe_layers=_sparse_layers(cfg, dims.num_layers),
+    )
+
+
+def gdn_geometry(config: HfConfig, kinds: LayerKinds, dtype: str) -> GdnGeometry | None:
+    """Gated DeltaNet state per linear-attention layer (Qwen3-Next, Qwen3.5/3.6)."""
+    if not kinds.linear:
+        return None
+    cfg = config.text
+    return GdnGeometry(
+        num_key_heads=int(_need(cfg, "linear_num_key_heads")),
+        num_value_heads=int(_need(cfg, "linear_num_value_heads")),
+        key_head_dim=int(_need(cfg, "linear_key_head_dim")),
+        value_head_dim=int(_need(cfg, "linear_value_head_dim")),
+        conv_kernel=int(cfg.get("linear_conv_kernel_dim") or 4),
+        ssm_dtype_bytes=DTYPE_BYTES.get(str(cfg.get("mamba_ssm_dtype") or dtype), 2),
+    )
+
+
+def mla_geometry(config: HfConfig) -> MlaGeometry | None:
+    """DeepSeek-style multi-head latent attention: the KV cache holds a compressed latent per token."""
+    cfg = config.text
+    if not cfg.get("kv_lora_rank"):
+        return None
+    return MlaGeometry(
+        kv_lora_rank=int(cfg["kv_lora_rank"]),
+        qk_rope_head_dim=int(cfg.get("qk_rope_head_dim") or 64),
+        q_lora_rank=int(cfg["q_lora_rank"]) if cfg.get("q_lora_rank") else None,
+        qk_nope_head_dim=int(cfg.get("qk_nope_head_dim") or 128),
+        v_head_dim=int(cfg.get("v_head_dim") or 128),
+    )
+
+
+def mtp_layers(config: HfConfig) -> int:
+    cfg = config.text
+    return int(cfg.get("mtp_num_hidden_layers") or cfg.get("num_nextn_predict_layers") or 0)
+
+
+def vision_parameters(config: HfConfig, text_hidden: int) -> int:
+    """A ViT's parameters from its geometry: blocks of attention + MLP, patch embedding and a merger."""
+    vision = config.top.get("vision_config")
+    if not isinstance(vision, Mapping) or not vision.get("hidden_size"):
+        return 0
+    hidden = int(vision["hidden_size"])
+    depth = int(vision.get("depth") or vision.get("num_hidden_layers") or 0)
+    inter = int(vision.get("intermediate_size") or 4 * hidden)
+    patch = int(vision.get("patch_size") or 14)
+    temporal = int(vision.get("temporal_patch_size") or 1)
+    channels = int(vision.get("in_channels") or vision.get("num_channels") or 3)
+    per_block = 4 * hidden * hidden + 2 * hidden * inter + 4 * hidden
+    merge = int(vision.get("spatial_merge_size") or 1)
+    merger_in = hidden * merge * merge
+    out = int(vision.get("out_hidden_size") or text_hidden)
+    merger = merger_in * merger_in + merger_in * out
+    return depth * per_block + channels * temporal * patch * patch * hidden + merger
+
+
+def _compressed_tensors(qc: Mapping[str, Any], group: int, ignored: tuple[str, ...]) -> QuantizationScheme:
+    """compressed-tensors names its scheme per group of layers: 8-bit floats load as fp8, 4-bit as GPTQ."""
+    for group_cfg in (qc.get("config_groups") or {}).values():
+        weights = group_cfg.get("weights") or {}
+        if weights.get("type") == "float" and weights.get("num_bits") == 8:
+            return QuantizationScheme("fp8", group, ignored)
+        if weights.get("num_bits") == 4:
+            return QuantizationScheme("gptq", int(weights.get("group_size") or DEFAULT_QUANT_GROUP), ignored)
+    return QuantizationScheme("fp8", group, ignored)
+
+
+def quantization_scheme(config: HfConfig) -> QuantizationScheme:
+    top = config.top
+    qc = (top if "quantization_config" in top else config.text).get("quantization_config") or {}
+    if not qc:
+        return QuantizationScheme("none", DEFAULT_QUANT_GROUP, ())
+    method = str(qc.get("quant_method", "")).lower()
+    ignored = tuple(qc.get("modules_to_not_convert") or qc.get("ignored_layers") or qc.get("ignore") or ())
+    group = int(
+        qc.get("group_size")
+        or (qc.get("weight_block_size") or [DEFAULT_QUANT_GROUP])[0]
+        or DEFAULT_QUANT_GROUP
+    )
+    if method == "compressed-tensors":
+        return _compressed_tensors(qc, group, ignored)
+    name = QUANT_METHOD_ALIASES.get(method, method) or "none"
+    return QuantizationScheme(name, NVFP4_GROUP if name == "nvfp4" else group, ignored)
+
+
+def from_hf_config(raw: Mapping[str, Any], model_id: str, source: str = "") -> ModelArchitecture:
+    """Build the geometry from a config.json mapping (multimodal configs: the text_config is used)."""
+    config = HfConfig.of(raw)
+    dims = dimensions(config)
+    kinds = layer_kinds(config, dims.num_layers)
+    attention = attention_variants(config, dims.head_dim, kinds)
+    quantization = quantization_scheme(config)
+    encoder_only = is_encoder_only(config)
+    return ModelArchitecture(
+        model_id=model_id,
+        architecture=config.architecture,
+        hidden_size=dims.hidden_size,
+        num_layers=dims.num_layers,
+        num_attention_heads=dims.num_attention_heads,
+        num_kv_heads=dims.num_kv_heads,
+        head_dim=dims.head_dim,
+        intermediate_size=dims.intermediate_size,
+        vocab_size=dims.vocab_size,
+        max_position_embeddings=dims.max_position_embeddings,
+        dtype=dims.dtype,
+        tie_word_embeddings=dims.tie_word_embeddings,
+        attention_bias=attention.attention_bias,
+        attn_output_gate=attention.attn_output_gate,
+        encoder_only=encoder_only,
+        full_attention_layers=0 if encoder_only else kinds.full,
+        sliding_attention_layers=kinds.sliding,
+        sliding_window=kinds.window,
+        linear_attention_layers=kinds.linear,
+        global_num_kv_heads=attention.global_num_kv_heads,
+        global_head_dim=attention.global_head_dim,
+        global_k_eq_v=attention.global_k_eq_v,
+        moe=moe_geometry(config, dims),
+        gdn=gdn_geometry(config, kinds, dims.dtype),
+        mla=mla_geometry(config),
+        mtp_layers=mtp_layers(config),
+        vision_parameters=vision_parameters(config, dims.hidden_size),
+        rotary_dim=attention.rotary_dim,
+        quantization=quantization.method,
+        quant_group_size=quantization.group_size,
+        unquantized_modules=quantization.unquantized_modules,
+        source=source,
+    )

@@ -1,0 +1,74 @@
+"""What `colo estimate` is asked to size: one vLLM process, validated with the stack schema's own types.
+
+Every field that has a stack key takes that key's type from colo.config.schema, so a flag accepts exactly
+what the stack file accepts. Field names are the flags' names (`max_model_len` is `--max-model-len`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+from colo.config.schema import (
+    GpuMemoryMiB,
+    GpuMemoryUtilization,
+    KvCacheDtype,
+    KvCacheMemoryBytes,
+    MaxModelLen,
+    MaxNumBatchedTokens,
+    MaxNumSeqs,
+    NumSpeculativeTokens,
+    Quantization,
+    Speculative,
+    SpeculativeMethod,
+    TensorParallelSize,
+    VllmVersion,
+)
+
+Runner = Literal["generate", "pooling"]
+
+
+def _refusal(field: str, message: str) -> ValidationError:
+    error = InitErrorDetails(type=PydanticCustomError("colo_estimate", message), loc=(field,), input=None)
+    return ValidationError.from_exception_data("EstimateArguments", [error])
+
+
+class EstimateArguments(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+    model: str = Field(min_length=1)
+    gpu: str | None = None
+    gpu_memory_mib: GpuMemoryMiB | None = None
+    vllm_version: VllmVersion
+    gpu_memory_utilization: GpuMemoryUtilization | None = None
+    max_model_len: MaxModelLen | None = None
+    max_num_seqs: MaxNumSeqs | None = None
+    max_num_batched_tokens: MaxNumBatchedTokens | None = None
+    kv_cache_dtype: KvCacheDtype = "auto"
+    quantization: Quantization | None = None
+    enforce_eager: bool = False
+    runner: Runner = "generate"
+    tensor_parallel_size: TensorParallelSize = 1
+    kv_cache_memory_bytes: KvCacheMemoryBytes | None = None
+    free_memory_gib: Annotated[float, Field(ge=0.0)] | None = None
+    num_speculative_tokens: NumSpeculativeTokens | None = None
+    speculative_method: SpeculativeMethod | None = None
+
+    @model_validator(mode="after")
+    def _gpu_and_speculation_complete(self) -> EstimateArguments:
+        if self.gpu is None and self.gpu_memory_mib is None:
+            raise _refusal("gpu", "name the GPU, or give --gpu-memory-mib for a GPU colo's catalog lacks")
+        if self.num_speculative_tokens is not None and self.speculative_method is None:
+            raise _refusal("num_speculative_tokens", "speculative tokens need --speculative-method")
+        return self
+
+    @property
+    def speculative(self) -> Speculative | None:
+        """The stack schema's speculative block these arguments describe (its default token count)."""
+        if self.speculative_method is None:
+            return None
+        if self.num_speculative_tokens is None:
+            return Speculative(method=self.speculative_method)
+        return Speculative(method=self.speculative_method, num_speculative_tokens=self.num_speculative_tokens)

@@ -1,0 +1,119 @@
+"""One vLLM process sized from `colo estimate`'s arguments: the path the CLI and the accuracy bench share.
+
+Both hand an EstimateArguments (validated with the stack schema's types) to `estimate`, so the bench scores
+exactly what a user would be told. Whatever colo cannot size is refused with the argument to blame.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from colo.catalog import GIB, GpuLookupError, GpuSpec, resolve_gpu
+from colo.catalog.architecture import ModelArchitecture
+from colo.catalog.models import architecture_from_path, catalog_architecture
+from colo.catalog.vllm_rules import VllmRules, first_release_where, rules_for
+from colo.config.estimate import EstimateArguments
+from colo.plan.budget import ProcessBudget, ProcessSpec, size_process
+from colo.plan.engine_limits import resolve_limits
+from colo.plan.report import budget_view, gpu_view
+
+
+class EstimateRefused(Exception):
+    """An argument colo cannot size with; `field` is the argument's name (the flag without dashes)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Estimate:
+    arch: ModelArchitecture
+    gpu: GpuSpec
+    rules: VllmRules
+    budget: ProcessBudget
+
+
+def _architecture(model: str) -> ModelArchitecture:
+    path = Path(model)
+    if path.exists():
+        try:
+            return architecture_from_path(path, path.name)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise EstimateRefused("model", f"cannot read an architecture from {model}: {exc}") from None
+    try:
+        return catalog_architecture(model)
+    except KeyError:
+        raise EstimateRefused(
+            "model", f"'{model}' is neither a catalog model nor a path to a config.json or model directory"
+        ) from None
+
+
+def _gpu(args: EstimateArguments) -> GpuSpec:
+    try:
+        return resolve_gpu(args.gpu, args.gpu_memory_mib)
+    except GpuLookupError as exc:
+        raise EstimateRefused("gpu", str(exc.args[0])) from None
+
+
+def _rules(args: EstimateArguments) -> VllmRules:
+    try:
+        rules = rules_for(args.vllm_version)
+    except ValueError as exc:
+        raise EstimateRefused("vllm_version", str(exc)) from None
+    if args.kv_cache_memory_bytes is not None and not rules.has_kv_cache_memory_bytes:
+        added = first_release_where(lambda r: r.has_kv_cache_memory_bytes)
+        raise EstimateRefused(
+            "kv_cache_memory_bytes",
+            f"vLLM {args.vllm_version} has no --kv-cache-memory-bytes (added in {added})",
+        )
+    return rules
+
+
+def estimate(args: EstimateArguments, *, kv_pool_bytes: int | None = None) -> Estimate:
+    """Size the process as vLLM would. `kv_pool_bytes` fixes the KV pool whatever the release, for
+    comparisons "given the pool" (the user's way is --kv-cache-memory-bytes, where the release has it)."""
+    gpu_spec = _gpu(args)
+    rules = _rules(args)
+    arch = _architecture(args.model)
+    if args.quantization:
+        arch = arch.with_quantization(args.quantization)
+    limits = resolve_limits(
+        arch,
+        gpu_spec,
+        rules,
+        max_model_len=args.max_model_len,
+        max_num_seqs=args.max_num_seqs,
+        max_num_batched_tokens=args.max_num_batched_tokens,
+    )
+    speculative = args.speculative
+    spec = ProcessSpec(
+        arch=arch,
+        gpu=gpu_spec,
+        rules=rules,
+        vllm_version=args.vllm_version,
+        limits=limits,
+        pooling=args.runner == "pooling",
+        kv_cache_dtype=args.kv_cache_dtype,
+        enforce_eager=args.enforce_eager,
+        num_speculative_tokens=speculative.num_speculative_tokens if speculative else 0,
+        speculative_method=speculative.method if speculative else None,
+        gpu_memory_utilization=args.gpu_memory_utilization,
+        kv_cache_memory_bytes=kv_pool_bytes if kv_pool_bytes is not None else args.kv_cache_memory_bytes,
+        tensor_parallel_size=args.tensor_parallel_size,
+    )
+    free = None if args.free_memory_gib is None else round(args.free_memory_gib * GIB)
+    return Estimate(arch, gpu_spec, rules, size_process(spec, free_before_bytes=free))
+
+
+def estimate_view(result: Estimate) -> dict[str, Any]:
+    return {
+        "model": result.arch.model_id,
+        "gpu": result.gpu.name,
+        "gpu_detail": gpu_view(result.gpu),
+        "rules": result.rules.label,
+        **budget_view(result.budget),
+    }

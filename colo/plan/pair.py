@@ -1,0 +1,307 @@
+"""One pair's plan: its servers checked, sized together on one GPU, given their flags and probe budgets.
+
+`plan_pair` runs the steps in order, each a function of its own: validate (release and architecture of
+every server) -> size (the servers on their GPU, in start order) -> args (`vllm serve` flags) -> probes
+(startup budgets) -> assemble (the PairPlan, with its weight syncs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from colo.catalog import GpuSpec
+from colo.catalog.architecture import ArchitectureError, ModelArchitecture
+from colo.catalog.models import architecture_from_path, catalog_architecture
+from colo.catalog.vllm_rules import VllmRules, first_release_where, rules_for
+from colo.config.schema import Budget, Pair, ServerSpec, StackConfig, Storage
+from colo.errors import Problem
+from colo.plan.budget import ProcessSpec
+from colo.plan.colocate import GpuPlan, ServerPlan, ServerRequest, plan_gpu
+from colo.plan.engine_limits import resolve_limits
+from colo.plan.model_volume import weights_dir
+from colo.plan.placement import Placement
+from colo.plan.probes import IMAGE_PULL_S, ProbeBudget, startup_budget
+from colo.plan.vllm_args import vllm_arguments
+from colo.plan.weight_sync_step import WeightSyncStep, weight_sync_step
+from colo.roles import ROLES, Role
+from colo.stackfiles import REPO_ROOT
+
+S3Profile = Callable[[str, str], ModelArchitecture]
+
+
+@dataclass(frozen=True)
+class Server:
+    role: Role
+    name: str  # Kubernetes-friendly: <pair>-<role>
+    model: str
+    image: str
+    vllm_version: str
+    port: int
+    args: tuple[str, ...]
+    probe: ProbeBudget
+    cpu: str
+    memory: str
+    weights_uri: str | None
+    memory_plan: ServerPlan
+
+    @property
+    def accepts_gpu_uuid(self) -> bool:
+        """Whether this server's vLLM resolves CUDA_VISIBLE_DEVICES=GPU-<uuid>; older ones need an index."""
+        return self.memory_plan.budget.spec.rules.uuid_in_cuda_visible_devices
+
+
+@dataclass(frozen=True)
+class PairPlan:
+    name: str
+    servers: tuple[Server, ...]  # in start order; the last is the LLM
+    gpu_plan: GpuPlan
+    placement: Placement
+    weight_syncs: tuple[WeightSyncStep, ...] = ()  # init containers ahead of every server, in start order
+    service_account: str | None = None  # storage.syncServiceAccount, for pods that copy from S3
+
+    @property
+    def llm(self) -> Server:
+        return self.servers[-1]
+
+    @property
+    def feasible(self) -> bool:
+        return self.gpu_plan.feasible
+
+    @property
+    def rollout_seconds(self) -> int:
+        """Worst case from pod creation to every server healthy: image pull, a first copy of the weights
+        synced from S3, then each startup budget."""
+        syncs = sum(step.seconds for step in self.weight_syncs)
+        return IMAGE_PULL_S + syncs + sum(server.probe.own_seconds for server in self.servers)
+
+
+@dataclass(frozen=True)
+class CheckedServer:
+    """A server whose vLLM release colo mirrors and whose architecture was read: ready to be sized."""
+
+    role: Role
+    path: str  # where it is configured: colo:pairs[<index>].<role>
+    spec: ServerSpec
+    rules: VllmRules
+    arch: ModelArchitecture
+
+
+def server_architecture(server: ServerSpec, path: str, s3_profile: S3Profile | None) -> ModelArchitecture:
+    """The catalog's entry, or the profile the server names (a local file or directory, or s3://)."""
+    profile = server.profile
+    try:
+        if profile is None:
+            arch = catalog_architecture(server.model)
+        elif profile.startswith("s3://"):
+            if s3_profile is None:
+                raise ArchitectureError(
+                    "reading an s3:// profile needs AWS access, which this run does not have"
+                )
+            arch = s3_profile(profile, server.model)
+        else:
+            local = Path(profile)
+            arch = architecture_from_path(local if local.is_absolute() else REPO_ROOT / local, server.model)
+    except KeyError:
+        raise ArchitectureError(
+            f"'{server.model}' is not in colo's model catalog; set {path}.profile to its config.json, a model "
+            f"directory, or an s3:// prefix holding config.json"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise ArchitectureError(f"cannot read the architecture from {profile}: {exc}") from None
+    if server.quantization is not None and server.quantization != arch.quantization:
+        arch = arch.with_quantization(server.quantization)
+    return arch
+
+
+def check_server(
+    role: Role, server: ServerSpec, path: str, s3_profile: S3Profile | None
+) -> tuple[CheckedServer | None, list[Problem]]:
+    """Refuse what vLLM would refuse at start: an unmirrored release, a flag it lacks, an unreadable
+    architecture, MTP without MTP layers."""
+    try:
+        rules = rules_for(server.vllm.version)
+    except ValueError as exc:
+        return None, [Problem(f"{path}.vllm.version", str(exc))]
+    problems: list[Problem] = []
+    if server.kv_cache_memory_bytes is not None and not rules.has_kv_cache_memory_bytes:
+        added = first_release_where(lambda r: r.has_kv_cache_memory_bytes)
+        problems.append(
+            Problem(
+                f"{path}.kvCacheMemoryBytes",
+                f"vLLM {server.vllm.version} has no --kv-cache-memory-bytes (added in {added})",
+            )
+        )
+    try:
+        arch = server_architecture(server, path, s3_profile)
+    except ArchitectureError as exc:
+        return None, [*problems, Problem(f"{path}.profile" if server.profile else f"{path}.model", str(exc))]
+    if server.speculative and server.speculative.method == "mtp" and arch.mtp_layers == 0:
+        return None, [
+            *problems,
+            Problem(
+                f"{path}.speculative.method",
+                f"{server.model} has no multi-token-prediction layers (its config sets no "
+                f"mtp_num_hidden_layers or num_nextn_predict_layers), so vLLM cannot start with method mtp; "
+                f"use a draft model method (eagle, eagle3, ngram) or drop speculative",
+            ),
+        ]
+    return CheckedServer(role, path, server, rules, arch), problems
+
+
+def validate_pair(
+    pair: Pair, index: int, s3_profile: S3Profile | None
+) -> tuple[list[CheckedServer], list[Problem]]:
+    """Every server of the pair in start order, and every problem found (all servers are checked)."""
+    checked: list[CheckedServer] = []
+    problems: list[Problem] = []
+    for role, server in pair.servers_in_start_order():
+        ready, found = check_server(role, server, f"colo:pairs[{index}].{role}", s3_profile)
+        problems += found
+        if ready is not None:
+            checked.append(ready)
+    return checked, problems
+
+
+def process_spec(checked: CheckedServer, gpu_spec: GpuSpec, budget: Budget) -> ProcessSpec:
+    """The engine limits vLLM will run with: the server's own, else the budget's for the small servers,
+    else vLLM's defaults."""
+    server, arch = checked.spec, checked.arch
+    small = ROLES[checked.role].pooling
+    max_len = server.max_model_len or (
+        min(budget.embedding_max_model_len, arch.max_position_embeddings) if small else None
+    )
+    seqs = server.max_num_seqs or (budget.embedding_max_num_seqs if small else None)
+    limits = resolve_limits(
+        arch,
+        gpu_spec,
+        checked.rules,
+        max_model_len=max_len,
+        max_num_seqs=seqs,
+        max_num_batched_tokens=server.max_num_batched_tokens,
+    )
+    speculative = server.speculative
+    return ProcessSpec(
+        arch=arch,
+        gpu=gpu_spec,
+        rules=checked.rules,
+        vllm_version=server.vllm.version,
+        limits=limits,
+        pooling=small,
+        kv_cache_dtype=server.kv_cache_dtype,
+        enforce_eager=server.enforce_eager is True,
+        capture_sizes=tuple(server.cudagraph_capture_sizes) if server.cudagraph_capture_sizes else None,
+        num_speculative_tokens=speculative.num_speculative_tokens if speculative else 0,
+        speculative_method=speculative.method if speculative else None,
+        gpu_memory_utilization=server.gpu_memory_utilization,
+        kv_cache_memory_bytes=server.kv_cache_memory_bytes,
+    )
+
+
+def _eager_setting(server: ServerSpec) -> str:
+    return "true" if server.enforce_eager is True else "false" if server.enforce_eager is False else "auto"
+
+
+def size_pair(checked: list[CheckedServer], gpu_spec: GpuSpec, budget: Budget) -> GpuPlan:
+    """Every server sized on the pair's GPU in start order; the LLM, last, takes what is left."""
+    requests = [
+        ServerRequest(
+            server.role,
+            server.path,
+            process_spec(server, gpu_spec, budget),
+            _eager_setting(server.spec),
+            budget.embedding_concurrency if ROLES[server.role].pooling else budget.llm_min_concurrency,
+        )
+        for server in checked
+    ]
+    return plan_gpu(gpu_spec, requests, budget.safety_margin_mib)
+
+
+def server_args(pair_name: str, checked: CheckedServer, memory_plan: ServerPlan) -> tuple[str, ...]:
+    """`vllm serve` arguments; a server whose weights are synced from S3 loads them from the volume."""
+    server = checked.spec
+    model_path = weights_dir(pair_name, checked.role) if server.weights_uri else server.model
+    args = vllm_arguments(
+        memory_plan.budget,
+        role=checked.role,
+        model=server.model,
+        served_name=server.model,
+        model_path=model_path,
+        extra_args=server.extra_args,
+    )
+    return tuple(args)
+
+
+def startup_probes(
+    checked: list[CheckedServer], gpu_plan: GpuPlan, storage: Storage, native_sidecars: bool
+) -> list[ProbeBudget]:
+    """Each server's startup budget; without native sidecars it also waits for the servers before it."""
+    probes: list[ProbeBudget] = []
+    waited = 0.0
+    for server, memory_plan in zip(checked, gpu_plan.servers, strict=True):
+        download = None if server.spec.weights_uri else storage.hub_download_mib_per_s
+        probe = startup_budget(
+            memory_plan.budget,
+            read_mib_per_s=storage.read_throughput_mib_per_s,
+            download_mib_per_s=download,
+            waits_for_s=0.0 if native_sidecars else waited,
+        )
+        waited += probe.own_seconds
+        probes.append(probe)
+    return probes
+
+
+def assemble_pair(
+    pair_name: str,
+    checked: list[CheckedServer],
+    gpu_plan: GpuPlan,
+    args: list[tuple[str, ...]],
+    probes: list[ProbeBudget],
+    placement: Placement,
+    config: StackConfig,
+) -> PairPlan:
+    servers = tuple(
+        Server(
+            ready.role,
+            f"{pair_name}-{ready.role}",
+            ready.spec.model,
+            ready.spec.vllm.resolved_image,
+            ready.spec.vllm.version,
+            ROLES[ready.role].port,
+            server_args,
+            probe,
+            ready.spec.cpu or ROLES[ready.role].cpu,
+            ready.spec.memory or ROLES[ready.role].memory,
+            ready.spec.weights_uri,
+            memory_plan,
+        )
+        for ready, memory_plan, server_args, probe in zip(
+            checked, gpu_plan.servers, args, probes, strict=True
+        )
+    )
+    syncs = tuple(step for s in servers if (step := weight_sync_step(pair_name, s, config)) is not None)
+    account = config.storage.sync_service_account if syncs else None
+    return PairPlan(pair_name, servers, gpu_plan, placement, syncs, account)
+
+
+def plan_pair(
+    pair: Pair,
+    index: int,
+    config: StackConfig,
+    gpu_spec: GpuSpec,
+    placement: Placement,
+    native_sidecars: bool,
+    s3_profile: S3Profile | None,
+) -> tuple[PairPlan | None, list[Problem]]:
+    """The pair's plan and its problems; None when a server could not be sized at all."""
+    checked, problems = validate_pair(pair, index, s3_profile)
+    if problems:
+        return None, problems
+    gpu_plan = size_pair(checked, gpu_spec, config.budget)
+    args = [
+        server_args(pair.name, server, plan) for server, plan in zip(checked, gpu_plan.servers, strict=True)
+    ]
+    probes = startup_probes(checked, gpu_plan, config.storage, native_sidecars)
+    pair_plan = assemble_pair(pair.name, checked, gpu_plan, args, probes, placement, config)
+    return pair_plan, list(gpu_plan.problems)

@@ -1,0 +1,19 @@
+"""No function in colo is too branchy to read: each stays at or below a cyclomatic complexity of 15."""
+
+from __future__ import annotations
+
+from radon.complexity import add_inner_blocks, cc_visit
+
+from colo.stackfiles import REPO_ROOT
+
+MAX_COMPLEXITY = 15
+
+
+def test_no_function_in_colo_exceeds_the_complexity_limit() -> None:
+    too_complex = []
+    for path in sorted((REPO_ROOT / "colo").rglob("*.py")):
+        for block in add_inner_blocks(cc_visit(path.read_text())):
+            if block.complexity > MAX_COMPLEXITY:
+                where = path.relative_to(REPO_ROOT)
+                too_complex.append(f"{where}:{block.lineno} {block.name} ({block.complexity})")
+    assert not too_complex, f"split these into named steps: {too_complex}"
