@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from colo.catalog.quantization import UNQUANTIZED, QuantizationScheme
+
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "fp8": 1}
 
 
@@ -71,9 +73,12 @@ class ModelArchitecture:
     mtp_layers: int = 0
     vision_parameters: int = 0
     rotary_dim: int | None = None  # partial rotary embeddings cache fewer dimensions
+    # vLLM's name for the quantization method ("none": full precision). From config.json it is the method the
+    # checkpoint declares; colo.catalog.quant_methods.resolve_architecture sets what a release and GPU run.
     quantization: str = "none"
-    quant_group_size: int = 128
-    unquantized_modules: tuple[str, ...] = ()
+    quant_scheme: QuantizationScheme = UNQUANTIZED  # the checkpoint's block: formats, targets, ignore list
+    quantization_flag: str | None = None  # `--quantization` as given (None: vLLM reads the checkpoint)
+    model_type: str = ""  # config.json model_type: some overrides depend on it (gpt_oss)
     checkpoint_bytes: int | None = None  # exact bytes of the weights when read from safetensors headers
     checkpoint_bytes_by_part: Mapping[str, int] = field(default_factory=dict)
     source: str = ""
@@ -87,7 +92,9 @@ class ModelArchitecture:
         return self.linear_attention_layers > 0
 
     def with_quantization(self, quantization: str) -> ModelArchitecture:
-        return replace(self, quantization=quantization)
+        """The model served with `--quantization quantization`: vLLM checks the name against the checkpoint's
+        block, or quantizes a full-precision checkpoint at load (colo.catalog.quant_methods)."""
+        return replace(self, quantization=quantization, quantization_flag=quantization)
 
 
 class ArchitectureError(ValueError):

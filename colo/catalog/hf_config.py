@@ -21,19 +21,12 @@ from colo.catalog.architecture import (
     ModelArchitecture,
     MoeGeometry,
 )
+from colo.catalog.quant_config import read_quantization
+from colo.catalog.quantization import UNQUANTIZED, QuantizationScheme
 
 ENCODER_ONLY_NAMES = ("Roberta", "Bert", "XLMRoberta")
 LINEAR_LAYER_TYPES = ("linear_attention", "mamba", "gated_deltanet")
 SLIDING_LAYER_TYPES = ("sliding_attention", "local_attention", "chunked_attention")
-DEFAULT_QUANT_GROUP = 128
-NVFP4_GROUP = 16  # one fp8 scale per 16 values
-# quant_method spellings that load the same way as a method colo sizes
-QUANT_METHOD_ALIASES = {
-    "awq_marlin": "awq",
-    "gptq_marlin": "gptq",
-    "modelopt": "nvfp4",
-    "modelopt_fp4": "nvfp4",
-}
 
 
 @dataclass(frozen=True)
@@ -84,13 +77,6 @@ class AttentionVariants:
     global_head_dim: int | None
     global_k_eq_v: bool
     rotary_dim: int
-
-
-@dataclass(frozen=True)
-class QuantizationScheme:
-    method: str
-    group_size: int
-    unquantized_modules: tuple[str, ...]
 
 
 def _need(cfg: Mapping[str, Any], *keys: str) -> Any:
@@ -270,42 +256,41 @@ def vision_parameters(config: HfConfig, text_hidden: int) -> int:
     return depth * per_block + channels * temporal * patch * patch * hidden + merger
 
 
-def _compressed_tensors(qc: Mapping[str, Any], group: int, ignored: tuple[str, ...]) -> QuantizationScheme:
-    """compressed-tensors names its scheme per group of layers: 8-bit floats load as fp8, 4-bit as GPTQ."""
-    for group_cfg in (qc.get("config_groups") or {}).values():
-        weights = group_cfg.get("weights") or {}
-        if weights.get("type") == "float" and weights.get("num_bits") == 8:
-            return QuantizationScheme("fp8", group, ignored)
-        if weights.get("num_bits") == 4:
-            return QuantizationScheme("gptq", int(weights.get("group_size") or DEFAULT_QUANT_GROUP), ignored)
-    return QuantizationScheme("fp8", group, ignored)
+def quantization_scheme(
+    config: HfConfig, side_files: Mapping[str, Mapping[str, Any]] | None = None
+) -> QuantizationScheme:
+    """The checkpoint's quantization block, where vLLM looks for it: config.json's `quantization_config` (or the
+    older `compression_config`), else its text_config's (multimodal), else hf_quant_config.json (ModelOpt) or
+    quantize_config.json (GPTQ) beside it (`vllm 0.14.0 model_executor/model_loader/weight_utils.py::
+    get_quant_config`). Which release finds which is colo.catalog.quant_methods' concern."""
+    top, text = config.top, config.text
+    for key in ("quantization_config", "compression_config"):
+        if top.get(key):
+            return read_quantization(top[key], "config.json")
+    if text is not top and text.get("quantization_config"):
+        return read_quantization(text["quantization_config"], "text_config")
+    files = side_files or {}
+    if files.get("hf_quant_config.json"):
+        return read_quantization(files["hf_quant_config.json"], "hf_quant_config.json")
+    if files.get("quantize_config.json"):
+        block = {"quant_method": "gptq", **files["quantize_config.json"]}
+        return read_quantization(block, "quantize_config.json")
+    return UNQUANTIZED
 
 
-def quantization_scheme(config: HfConfig) -> QuantizationScheme:
-    top = config.top
-    qc = (top if "quantization_config" in top else config.text).get("quantization_config") or {}
-    if not qc:
-        return QuantizationScheme("none", DEFAULT_QUANT_GROUP, ())
-    method = str(qc.get("quant_method", "")).lower()
-    ignored = tuple(qc.get("modules_to_not_convert") or qc.get("ignored_layers") or qc.get("ignore") or ())
-    group = int(
-        qc.get("group_size")
-        or (qc.get("weight_block_size") or [DEFAULT_QUANT_GROUP])[0]
-        or DEFAULT_QUANT_GROUP
-    )
-    if method == "compressed-tensors":
-        return _compressed_tensors(qc, group, ignored)
-    name = QUANT_METHOD_ALIASES.get(method, method) or "none"
-    return QuantizationScheme(name, NVFP4_GROUP if name == "nvfp4" else group, ignored)
-
-
-def from_hf_config(raw: Mapping[str, Any], model_id: str, source: str = "") -> ModelArchitecture:
-    """Build the geometry from a config.json mapping (multimodal configs: the text_config is used)."""
+def from_hf_config(
+    raw: Mapping[str, Any],
+    model_id: str,
+    source: str = "",
+    side_files: Mapping[str, Mapping[str, Any]] | None = None,
+) -> ModelArchitecture:
+    """Build the geometry from a config.json mapping (multimodal configs: the text_config is used);
+    `side_files` holds hf_quant_config.json or quantize_config.json when the checkpoint has one."""
     config = HfConfig.of(raw)
     dims = dimensions(config)
     kinds = layer_kinds(config, dims.num_layers)
     attention = attention_variants(config, dims.head_dim, kinds)
-    quantization = quantization_scheme(config)
+    quantization = quantization_scheme(config, side_files)
     encoder_only = is_encoder_only(config)
     return ModelArchitecture(
         model_id=model_id,
@@ -337,7 +322,7 @@ def from_hf_config(raw: Mapping[str, Any], model_id: str, source: str = "") -> M
         vision_parameters=vision_parameters(config, dims.hidden_size),
         rotary_dim=attention.rotary_dim,
         quantization=quantization.method,
-        quant_group_size=quantization.group_size,
-        unquantized_modules=quantization.unquantized_modules,
+        quant_scheme=quantization,
+        model_type=str(config.top.get("model_type") or config.text.get("model_type") or ""),
         source=source,
     )

@@ -17,7 +17,7 @@ from colo.catalog import gpu_names
 from colo.catalog.vllm_rules import supported_range
 from colo.cli.common import ExitCode, schema_choices
 from colo.config.estimate import EstimateArguments, Runner
-from colo.config.schema import KvCacheDtype, Quantization, SpeculativeMethod
+from colo.config.schema import KV_CACHE_DTYPE_CHOICES, QUANTIZATION_CHOICES, SpeculativeMethod
 from colo.errors import ArgumentsError, Problem
 from colo.plan.estimate import EstimateRefused, estimate, estimate_view
 
@@ -44,8 +44,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-model-len", type=int)
     parser.add_argument("--max-num-seqs", type=int)
     parser.add_argument("--max-num-batched-tokens", type=int)
-    parser.add_argument("--kv-cache-dtype", default="auto", choices=schema_choices(KvCacheDtype))
-    parser.add_argument("--quantization", choices=schema_choices(Quantization))
+    parser.add_argument("--kv-cache-dtype", default="auto", choices=KV_CACHE_DTYPE_CHOICES)
+    parser.add_argument(
+        "--quantization",
+        choices=QUANTIZATION_CHOICES,
+        help="vLLM's own method names; default: what the checkpoint's config declares, as vLLM resolves it",
+    )
     parser.add_argument("--enforce-eager", action="store_true")
     parser.add_argument("--runner", choices=schema_choices(Runner), default="generate")
     parser.add_argument("--tensor-parallel-size", type=int, default=1)

@@ -24,17 +24,21 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from colo.aws.s3_uri import s3_prefix_problem
+from colo.catalog.quant_methods import all_kv_cache_dtypes, all_quantization_names, check_name, quant_release
 from colo.config import formats
 from colo.config.cli_values import CliText
 from colo.echo import shown
 from colo.plan.extra_args import refusal
+from colo.plan.kv_cache import KV_DTYPE_BYTES
 from colo.roles import START_ORDER, Role
 
 NodeImage = Literal["al2023-nvidia", "bottlerocket-nvidia", "gpu-operator-cdi", "generic-nvidia-runtime"]
 GpuPairing = Literal["uuid-handoff", "dra", "time-slice"]
-KvCacheDtype = Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2"]
-Quantization = Literal["none", "fp8", "awq", "gptq", "compressed-tensors", "nvfp4"]
 SpeculativeMethod = Literal["mtp", "eagle", "eagle3", "ngram"]
+# vLLM's own names, for every release colo knows (colo/catalog/quant_methods.yaml); a server's pinned release
+# narrows them in ServerSpec._names_of_the_release. The CLI takes its choices from here too.
+QUANTIZATION_CHOICES = all_quantization_names()
+KV_CACHE_DTYPE_CHOICES = ("auto", *(name for name in all_kv_cache_dtypes() if name in KV_DTYPE_BYTES))
 
 # Every pattern is ASCII and matched whole (fullmatch): `$` accepts a trailing newline, `\d` other scripts' digits.
 _PAIR_NAME = re.compile(r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?")
@@ -104,6 +108,32 @@ NumSpeculativeTokens = Annotated[int, Field(ge=1, le=16)]
 TensorParallelSize = Annotated[int, Field(ge=1)]
 GpuMemoryMiB = Annotated[int, Field(ge=1024)]  # no GPU under 1 GiB holds a vLLM process
 VllmVersion = Annotated[str, AfterValidator(_release_number)]
+
+
+def _a_vllm_method(value: str) -> str:
+    if value not in QUANTIZATION_CHOICES:
+        raise ValueError(
+            f"'{value}' is no vLLM quantization method; vLLM's names: {', '.join(QUANTIZATION_CHOICES)}"
+        )
+    return value
+
+
+def _a_vllm_kv_dtype(value: str) -> str:
+    if value in all_kv_cache_dtypes() and value not in KV_CACHE_DTYPE_CHOICES:
+        raise ValueError(
+            f"colo does not size vLLM's kv-cache dtype '{value}' (its layout packs values with per-block "
+            f"scales); sized: {', '.join(KV_CACHE_DTYPE_CHOICES)}"
+        )
+    if value not in all_kv_cache_dtypes():
+        raise ValueError(
+            f"'{value}' is no vLLM kv-cache dtype; vLLM's names: {', '.join(all_kv_cache_dtypes())}"
+        )
+    return value
+
+
+# vLLM's own names in some release colo mirrors; ServerSpec narrows them to the server's pinned release.
+Quantization = Annotated[str, AfterValidator(_a_vllm_method)]
+KvCacheDtype = Annotated[str, AfterValidator(_a_vllm_kv_dtype)]
 
 
 def _error(loc: tuple[str | int, ...], message: str, value: object = None) -> InitErrorDetails:
@@ -189,8 +219,15 @@ class ServerSpec(_Model):
         description="s3://bucket/prefix/ copied into the model volume before start; omitted = the "
         "Hugging Face Hub at start-up",
     )
-    quantization: Quantization | None = None
-    kv_cache_dtype: KvCacheDtype = "auto"
+    quantization: Quantization | None = Field(
+        default=None,
+        description="vLLM's --quantization, by vLLM's own names for the pinned release; omitted = what the "
+        "checkpoint's config declares. Given, it must agree with that config as vLLM checks it, or name a "
+        "method that quantizes a full-precision checkpoint at load (fp8, fp8_per_tensor, ...)",
+    )
+    kv_cache_dtype: KvCacheDtype = Field(
+        default="auto", description="vLLM's --kv-cache-dtype names for the pinned release"
+    )
     max_model_len: MaxModelLen | None = None
     max_num_seqs: MaxNumSeqs | None = None
     max_num_batched_tokens: MaxNumBatchedTokens | None = None
@@ -247,6 +284,42 @@ class ServerSpec(_Model):
         ]
         if errors:
             raise ValidationError.from_exception_data(type(self).__name__, errors)
+        return self
+
+    @field_validator("quantization")
+    @classmethod
+    def _a_vllm_method(cls, value: str | None) -> str | None:
+        if value is not None and value not in all_quantization_names():
+            raise ValueError(
+                f"'{value}' is no vLLM quantization method; vLLM's names: {', '.join(all_quantization_names())}"
+            )
+        return value
+
+    @field_validator("kv_cache_dtype")
+    @classmethod
+    def _a_vllm_kv_dtype(cls, value: str) -> str:
+        if value in all_kv_cache_dtypes() and value != "auto" and value not in KV_DTYPE_BYTES:
+            raise ValueError(
+                f"colo does not size vLLM's kv-cache dtype '{value}' (its layout packs values with per-block scales); sized: auto, {', '.join(KV_DTYPE_BYTES)}"
+            )
+        if value not in all_kv_cache_dtypes():
+            raise ValueError(
+                f"'{value}' is no vLLM kv-cache dtype; vLLM's names: {', '.join(all_kv_cache_dtypes())}"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _names_of_the_release(self) -> ServerSpec:
+        """vLLM's argparse accepts only its release's names; whether the name fits the checkpoint is checked
+        once its config is read (colo.catalog.quant_methods.resolve_architecture)."""
+        if self.quantization is not None:
+            check_name(self.quantization, self.vllm.version)
+        dtypes = quant_release(self.vllm.version).kv_cache_dtypes
+        if self.kv_cache_dtype not in dtypes:
+            raise ValueError(
+                f"vLLM {self.vllm.version} has no kv-cache dtype '{self.kv_cache_dtype}'; it accepts: "
+                f"{', '.join(dtypes)}"
+            )
         return self
 
     @model_validator(mode="after")

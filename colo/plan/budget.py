@@ -183,7 +183,14 @@ def size_process(spec: ProcessSpec, *, free_before_bytes: int | None = None) -> 
         )
     )
 
-    weights = estimate_weights(spec.arch, pooling=spec.pooling, load_mtp=spec.loads_mtp).bytes // tp
+    weights = estimate_weights(
+        spec.arch,
+        pooling=spec.pooling,
+        load_mtp=spec.loads_mtp,
+        tensor_parallel_size=tp,
+        gpu=spec.gpu,
+        vllm_version=spec.vllm_version,
+    ).bytes
     peak = activation_peak(
         spec.arch,
         max_num_batched_tokens=spec.limits.max_num_batched_tokens,

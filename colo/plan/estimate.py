@@ -13,6 +13,7 @@ from typing import Any
 from colo.catalog import GIB, GpuLookupError, GpuSpec, resolve_gpu
 from colo.catalog.architecture import ModelArchitecture
 from colo.catalog.models import architecture_from_path, catalog_architecture
+from colo.catalog.quant_methods import QuantizationRefused, resolve_architecture
 from colo.catalog.vllm_rules import VllmRules, first_release_where, rules_for
 from colo.config.estimate import EstimateArguments
 from colo.plan.budget import ProcessBudget, ProcessSpec, size_process
@@ -78,9 +79,15 @@ def estimate(args: EstimateArguments, *, kv_pool_bytes: int | None = None) -> Es
     comparisons "given the pool" (the user's way is --kv-cache-memory-bytes, where the release has it)."""
     gpu_spec = _gpu(args)
     rules = _rules(args)
-    arch = _architecture(args.model)
-    if args.quantization:
-        arch = arch.with_quantization(args.quantization)
+    try:
+        arch = resolve_architecture(
+            _architecture(args.model),
+            args.quantization,
+            vllm_version=args.vllm_version,
+            capability=gpu_spec.compute_capability,
+        )
+    except QuantizationRefused as exc:
+        raise EstimateRefused("quantization", str(exc)) from None
     limits = resolve_limits(
         arch,
         gpu_spec,

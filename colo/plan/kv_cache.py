@@ -14,7 +14,23 @@ from math import ceil
 from colo.catalog.architecture import ModelArchitecture
 
 DEFAULT_BLOCK_SIZE = 16
-KV_DTYPE_BYTES = {"fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}
+# Bytes of one cached K or V element per `--kv-cache-dtype` (`vllm 0.33.0 utils/torch_utils.py::
+# STR_DTYPE_TO_TORCH_DTYPE`; the names each release accepts: colo/catalog/quant_methods.yaml kv_cache_dtypes).
+# The per-token-head dtypes also store one fp32 scale after each head's K and each head's V
+# (`vllm 0.33.0 v1/attention/backends/triton_attn.py::TritonAttentionBackend.customize_spec`): the page size
+# must add KV_DTYPE_SCALE_BYTES_PER_HEAD per K and per V head slot. Names not listed (nvfp4, int4 and turboquant
+# packings, fp8_ds_mla's 656-byte MLA slot) have layouts colo does not size.
+KV_DTYPE_BYTES = {
+    "fp8": 1,
+    "fp8_e4m3": 1,
+    "fp8_e5m2": 1,
+    "fp8_inc": 1,
+    "bfloat16": 2,
+    "float16": 2,
+    "int8_per_token_head": 1,
+    "fp8_per_token_head": 1,
+}
+KV_DTYPE_SCALE_BYTES_PER_HEAD = {"int8_per_token_head": 4, "fp8_per_token_head": 4}
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -56,7 +72,16 @@ class KvGeometry:
 
 
 def kv_dtype_bytes(arch: ModelArchitecture, kv_cache_dtype: str) -> int:
-    return KV_DTYPE_BYTES.get(kv_cache_dtype, arch.dtype_bytes)
+    """`auto` is the model dtype, except for ModelOpt checkpoints whose kv_cache_quant_algo is FP8: vLLM 0.14+
+    resolves `auto` to fp8_e4m3 (`vllm 0.14.0 utils/torch_utils.py::resolve_kv_cache_dtype_string`; for older
+    releases colo.catalog.quant_methods.resolve_architecture clears the algorithm)."""
+    if kv_cache_dtype == "auto":
+        return 1 if arch.quant_scheme.kv_cache_quant_algo.upper() == "FP8" else arch.dtype_bytes
+    if kv_cache_dtype not in KV_DTYPE_BYTES:
+        raise ValueError(
+            f"colo does not size --kv-cache-dtype {kv_cache_dtype}; sized: {', '.join(KV_DTYPE_BYTES)}"
+        )
+    return KV_DTYPE_BYTES[kv_cache_dtype]
 
 
 def _gdn_state_bytes(arch: ModelArchitecture, num_speculative_tokens: int) -> int:

@@ -14,6 +14,7 @@ from pathlib import Path
 from colo.catalog import GpuSpec
 from colo.catalog.architecture import ArchitectureError, ModelArchitecture
 from colo.catalog.models import architecture_from_path, catalog_architecture
+from colo.catalog.quant_methods import QuantizationRefused, resolve_architecture
 from colo.catalog.vllm_rules import VllmRules, first_release_where, rules_for
 from colo.config.schema import Budget, Pair, ServerSpec, StackConfig, Storage
 from colo.errors import Problem
@@ -110,9 +111,10 @@ def server_architecture(server: ServerSpec, path: str, s3_profile: S3Profile | N
         ) from None
     except (OSError, ValueError) as exc:
         raise ArchitectureError(f"cannot read the architecture from {profile}: {exc}") from None
-    if server.quantization is not None and server.quantization != arch.quantization:
-        arch = arch.with_quantization(server.quantization)
-    return arch
+    try:
+        return resolve_architecture(arch, server.quantization, vllm_version=server.vllm.version)
+    except QuantizationRefused as exc:
+        raise ArchitectureError(f"quantization: {exc}") from None
 
 
 def check_server(

@@ -39,6 +39,8 @@ def vllm_arguments(
         "--max-num-batched-tokens",
         str(spec.limits.max_num_batched_tokens),
     ]
+    if spec.arch.quantization_flag is not None:
+        args += ["--quantization", spec.arch.quantization_flag]
     if spec.kv_cache_memory_bytes is not None:
         args += ["--kv-cache-memory-bytes", str(spec.kv_cache_memory_bytes)]
     if spec.kv_cache_dtype != "auto":

@@ -1,37 +1,47 @@
-"""Bytes of weights a vLLM process holds on the GPU after loading ("Model loading took X GiB").
+"""Bytes of weights one vLLM process holds on the GPU after loading ("Model loading took X GiB"), per rank.
 
-vLLM measures torch-allocated bytes after `load_model`: the weights in their on-GPU form, including packed
-quantized tensors and their scales, for every expert of an MoE model (experts are never loaded lazily).
-When safetensors headers were read the checkpoint's own tensor bytes are used; otherwise the bytes follow
-from the geometry, part by part, so quantization applies only to the linear layers it really covers.
+vLLM measures torch-allocated bytes after `load_model`: the weights in their on-GPU form (packed quantized
+tensors and their scales as the chosen kernel re-lays them), for every expert of an MoE model. colo builds the
+modules vLLM allocates on one tensor-parallel rank (colo.plan.weight_modules), gives each the format its
+quantization method assigns it (colo.catalog.quant_matching, the method resolved per release and GPU by
+colo.catalog.quant_methods), and sizes each (colo.plan.quant_bytes).
+
+When the checkpoint's exact tensor bytes are known (safetensors headers, or an index's total_size), they replace
+the geometry's estimate of the checkpoint, and the geometry supplies only what loading changes: the per-format
+difference between the file and the GPU, the parts vLLM does not load, and what tensor parallelism leaves on
+each rank.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 
+from colo.catalog import GpuSpec
 from colo.catalog.architecture import ModelArchitecture
+from colo.catalog.quant_matching import module_format
+from colo.catalog.quant_methods import ResolvedQuantization, log_informed, resolve_quantization
+from colo.catalog.quantization import WeightFormat
+from colo.plan.quant_bytes import Layout, linear_checkpoint_bytes, linear_gpu_bytes
+from colo.plan.weight_modules import ExpertStack, Inventory, LinearShape, module_inventory, mtp_inventory
 
-VOCAB_PADDING = 64  # vLLM's VocabParallelEmbedding pads the vocabulary to a multiple of 64
-
-
-# Bytes per parameter of a quantized linear weight, scales included.
-#   fp8: 1 byte + an fp32 scale per 128x128 block (or per channel): 4/16384 per parameter.
-#   awq/gptq int4: 0.5 byte + an fp16 scale and a packed 4-bit zero per group of `group` inputs.
-#   nvfp4: 0.5 byte + an fp8 scale per 16 values.
-def _linear_bytes_per_param(quantization: str, dtype_bytes: int, group: int) -> float:
-    if quantization == "fp8":
-        return 1.0 + 4.0 / (128 * 128)
-    if quantization in ("awq", "gptq"):
-        return 0.5 + (2.0 + 0.5) / group
-    if quantization == "nvfp4":
-        return 0.5 + 1.0 / 16
-    return float(dtype_bytes)
+PARTS = (
+    "embedding",
+    "lm_head",
+    "attention",
+    "mlp",
+    "experts",
+    "router",
+    "linear_attention",
+    "small_tensors",
+    "mtp",
+    "vision",
+)
 
 
 @dataclass(frozen=True)
 class WeightParts:
-    """Parameter counts by part of the model."""
+    """Parameter counts by part of the model, as the checkpoint stores them."""
 
     embedding: int
     lm_head: int
@@ -62,179 +72,192 @@ class WeightParts:
 
 @dataclass(frozen=True)
 class WeightEstimate:
-    bytes: int
-    parameters: int
+    bytes: int  # on one rank
+    parameters: int  # of the whole model
     method: str  # "safetensors" or "geometry"
-    detail: dict[str, int]
+    detail: dict[str, int]  # bytes by part on one rank
+    quantization: str = "none"  # the method vLLM runs
 
 
-def _attention_params(arch: ModelArchitecture, global_layer: bool) -> tuple[int, int]:
-    """(linear params, small params) of one attention block."""
-    h = arch.hidden_size
-    if arch.mla is not None:
-        m = arch.mla
-        q_dim = arch.num_attention_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim)
-        q = h * m.q_lora_rank + m.q_lora_rank * q_dim if m.q_lora_rank else h * q_dim
-        kv = h * (m.kv_lora_rank + m.qk_rope_head_dim)
-        kv += m.kv_lora_rank * arch.num_attention_heads * (m.qk_nope_head_dim + m.v_head_dim)
-        out = arch.num_attention_heads * m.v_head_dim * h
-        return q + kv + out, m.kv_lora_rank + (m.q_lora_rank or 0)
-    head_dim = arch.global_head_dim if global_layer and arch.global_head_dim else arch.head_dim
-    kv_heads = arch.global_num_kv_heads if global_layer and arch.global_num_kv_heads else arch.num_kv_heads
-    q_out = arch.num_attention_heads * head_dim
-    kv_out = kv_heads * head_dim * (1 if global_layer and arch.global_k_eq_v else 2)
-    gate = q_out if arch.attn_output_gate else 0
-    linear = h * (q_out + gate + kv_out) + q_out * h
-    small = 2 * head_dim  # q/k norms (Qwen3, Gemma 3/4); a few KiB where a model has none
-    if arch.attention_bias:
-        small += q_out + kv_out
-    return linear, small
-
-
-def _gdn_params(arch: ModelArchitecture) -> tuple[int, int]:
-    g = arch.gdn
-    assert g is not None
-    key_dim = g.num_key_heads * g.key_head_dim
-    value_dim = g.num_value_heads * g.value_head_dim
-    in_proj = arch.hidden_size * (2 * key_dim + 2 * value_dim + 2 * g.num_value_heads)
-    out_proj = value_dim * arch.hidden_size
-    conv = (2 * key_dim + value_dim) * g.conv_kernel
-    small = conv + 2 * g.num_value_heads + g.value_head_dim
-    return in_proj + out_proj, small
-
-
-def _embedding_params(arch: ModelArchitecture, *, pooling: bool) -> tuple[int, int, int]:
-    """(embedding, lm_head, small) parameters; encoders add position and token-type embeddings and a norm."""
-    h = arch.hidden_size
-    vocab = -(-arch.vocab_size // VOCAB_PADDING) * VOCAB_PADDING
-    embedding = vocab * h
-    small = h  # final norm
-    if arch.encoder_only:
-        embedding += (arch.max_position_embeddings + 2) * h + 2 * h + 2 * h
-    lm_head = 0 if (arch.tie_word_embeddings or pooling or arch.encoder_only) else vocab * h
-    return embedding, lm_head, small
-
-
-def _mixer_params(arch: ModelArchitecture) -> tuple[int, int, int]:
-    """(attention linear, linear-attention linear, small) parameters of every layer's token mixer."""
-    attention = linear_attn = small = 0
-    attn_layers = arch.num_layers - arch.linear_attention_layers
-    globals_ = arch.full_attention_layers if arch.sliding_attention_layers else 0
-    for index in range(attn_layers):
-        lin, sm = _attention_params(arch, global_layer=index < globals_)
-        attention += lin
-        small += sm
-    if arch.linear_attention_layers:
-        lin, sm = _gdn_params(arch)
-        linear_attn = lin * arch.linear_attention_layers
-        small += sm * arch.linear_attention_layers
-    return attention, linear_attn, small
-
-
-def _mlp_params(arch: ModelArchitecture) -> tuple[int, int, int, int]:
-    """(dense and shared-expert MLP, routed experts, router, small) parameters of every layer."""
-    h = arch.hidden_size
-    moe_layers = arch.moe.moe_layers if arch.moe else 0
-    dense_layers = arch.num_layers - moe_layers
-    gated = 2 if arch.encoder_only else 3  # BERT-style MLPs have no gate projection
-    mlp = dense_layers * gated * h * arch.intermediate_size
-    experts = router = small = 0
-    if arch.encoder_only:
-        small += arch.num_layers * (arch.intermediate_size + h + 4 * h + 4 * h)
-    if arch.moe:
-        m = arch.moe
-        experts = moe_layers * m.num_experts * 3 * h * m.moe_intermediate_size
-        router = moe_layers * (h * m.num_experts + (h if m.shared_expert_intermediate_size else 0))
-        mlp += moe_layers * 3 * h * m.shared_expert_intermediate_size
-    return mlp, experts, router, small
-
-
-def _mtp_params(arch: ModelArchitecture) -> int:
-    """Multi-token-prediction layers: attention, an MLP like the model's, and the projection joining them."""
-    h = arch.hidden_size
-    per_layer_attention = _attention_params(arch, global_layer=False)
-    m = arch.moe
-    mlp_width = (
-        m.num_experts * m.moe_intermediate_size + m.shared_expert_intermediate_size
-        if m
-        else arch.intermediate_size
-    )
-    per_layer_mlp = 3 * h * mlp_width
-    return arch.mtp_layers * (sum(per_layer_attention) + per_layer_mlp + 2 * h * h + 4 * h)
+def _counts(inv: Inventory) -> dict[str, int]:
+    counts: dict[str, int] = defaultdict(int)
+    for linear in inv.linears:
+        counts[linear.part] += linear.full_k * linear.full_n
+    for stack in inv.experts:
+        counts[stack.part] += stack.experts * 3 * stack.hidden * stack.full_inter
+    for dense in inv.dense:
+        counts[dense.part] += dense.checkpoint_elements
+    return counts
 
 
 def parameter_parts(arch: ModelArchitecture, *, pooling: bool, load_mtp: bool) -> WeightParts:
-    embedding, lm_head, small = _embedding_params(arch, pooling=pooling)
-    attention, linear_attn, mixer_small = _mixer_params(arch)
-    mlp, experts, router, mlp_small = _mlp_params(arch)
-    norms = arch.num_layers * 2 * arch.hidden_size  # input and post-attention norms
-    mtp = _mtp_params(arch) if load_mtp and arch.mtp_layers else 0
+    counts = _counts(module_inventory(arch, tensor_parallel_size=1, pooling=pooling, load_mtp=load_mtp))
     return WeightParts(
-        embedding,
-        lm_head,
-        attention,
-        mlp,
-        experts,
-        router,
-        linear_attn,
-        small + mixer_small + mlp_small + norms,
-        mtp,
-        arch.vision_parameters,
+        counts["embedding"],
+        counts["lm_head"],
+        counts["attention"],
+        counts["mlp"],
+        counts["experts"],
+        counts["router"],
+        counts["linear_attention"],
+        counts["small_tensors"],
+        counts["mtp"],
+        counts["vision"],
     )
 
 
-_PART_MODULES = {
-    "attention": {"self_attn", "attn", "q_proj", "k_proj", "v_proj", "o_proj", "qkv_proj"},
-    "mlp": {"mlp", "gate_up_proj", "down_proj", "up_proj", "gate_proj", "shared_expert"},
-    "linear_attention": {"linear_attn", "in_proj_qkvz", "in_proj_qkv", "in_proj_z", "out_proj"},
-    "experts": {"experts"},
-}
+def _round_up(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
 
 
-def _is_unquantized(arch: ModelArchitecture, part: str) -> bool:
-    """Checkpoints list modules they keep in full precision; a whole part counts only if named as such."""
-    names = _PART_MODULES[part]
-    return any(module.rsplit(".", 1)[-1] in names for module in arch.unquantized_modules)
+def mxfp4_expert_dims(layout: Layout, hidden: int, inter: int) -> tuple[int, int, int]:
+    """gpt-oss experts: (hidden, intermediate) after the MXFP4 backend's padding, and bias bytes per element.
+
+    `vllm 0.10.1 / 0.14.0 model_executor/layers/quantization/mxfp4.py::Mxfp4MoEMethod.create_weights` and
+    `get_mxfp4_backend`: Blackwell (SM100) with FlashInfer pads both to 256; Hopper with torch >= 2.8 runs the
+    Triton kernels (intermediate to 64, fp32 biases), whose Hopper swizzle (torch >= 2.8.1) pads further in
+    triton_kernels (log-informed, quant_methods.yaml); everything else runs Marlin (intermediate to 128, hidden
+    to 256)."""
+    capability, release = layout.capability, layout.release
+    if 100 <= capability < 110:
+        return _round_up(hidden, 256), _round_up(inter, 256), layout.dtype_bytes
+    if capability == 90 and release.torch_at_least("2.8.0"):
+        if release.torch_at_least("2.8.1"):
+            hidden = _round_up(hidden, log_informed()["mxfp4_hopper_swizzle_hidden_multiple"].value)
+        return hidden, _round_up(inter, 64), 4
+    return _round_up(hidden, 256), _round_up(inter, 128), layout.dtype_bytes
+
+
+def _expert_bytes(w: WeightFormat | None, stack: ExpertStack, layout: Layout, *, gpu: bool) -> int:
+    """One fused-MoE layer: w13 (hidden -> 2 x inter) and w2 (inter -> hidden) for every expert."""
+    hidden, inter = stack.hidden, stack.inter if gpu else stack.full_inter
+    if w is not None and w.kind == "mxfp4" and layout.method in ("mxfp4", "gpt_oss_mxfp4"):
+        bias_bytes = layout.dtype_bytes
+        if gpu:
+            hidden, inter, bias_bytes = mxfp4_expert_dims(layout, hidden, inter)
+        weights = 3 * hidden * inter
+        return stack.experts * (weights // 2 + weights // 32 + bias_bytes * (2 * inter + hidden))
+    if gpu:
+        w13 = linear_gpu_bytes(w, hidden, 2 * inter, layout, experts=True)
+        w2 = linear_gpu_bytes(w, inter, hidden, layout, experts=True, full_k=stack.full_inter)
+    else:
+        w13 = linear_checkpoint_bytes(w, hidden, 2 * inter, layout.method, layout.dtype_bytes)
+        w2 = linear_checkpoint_bytes(w, inter, hidden, layout.method, layout.dtype_bytes)
+    return stack.experts * (w13 + w2)
+
+
+def _mla_dense_copy(
+    arch: ModelArchitecture, linear: LinearShape, w: WeightFormat | None, layout: Layout
+) -> int:
+    """MLA keeps a model-dtype copy of a quantized kv_b_proj (W_UK/W_UV, `vllm 0.14.0 v1/attention/backends/mla/
+    common.py::MLACommonImpl.process_weights_after_loading`)."""
+    if w is None or not linear.module.prefix.endswith("kv_b_proj"):
+        return 0
+    return linear.k * linear.n * layout.dtype_bytes
+
+
+@dataclass
+class _Tally:
+    gpu: dict[str, int]
+    checkpoint: dict[str, int]
+
+    def add(self, part: str, gpu: int, checkpoint: int) -> None:
+        self.gpu[part] = self.gpu.get(part, 0) + gpu
+        self.checkpoint[part] = self.checkpoint.get(part, 0) + checkpoint
+
+
+def _tally(arch: ModelArchitecture, inv: Inventory, resolved: ResolvedQuantization, layout: Layout) -> _Tally:
+    tally = _Tally({part: 0 for part in PARTS}, {part: 0 for part in PARTS})
+    scheme, release, s = resolved.scheme, resolved.release, arch.dtype_bytes
+    stored_as_is = not scheme.online  # online methods quantize a full-precision file at load
+    for linear in inv.linears:
+        w = module_format(scheme, linear.module, release)
+        gpu = linear_gpu_bytes(w, linear.k, linear.n, layout, full_k=linear.full_k)
+        ckpt = linear_checkpoint_bytes(
+            w if stored_as_is else None, linear.full_k, linear.full_n, layout.method, s
+        )
+        tally.add(linear.part, gpu, ckpt)
+        tally.add("mla_dense_copy", _mla_dense_copy(arch, linear, w, layout), 0)
+    for stack in inv.experts:
+        w = module_format(scheme, stack.module, release)
+        tally.add(
+            stack.part, _expert_bytes(w, stack, layout, gpu=True), _expert_bytes(w, stack, layout, gpu=False)
+        )
+    for dense in inv.dense:
+        tally.add(dense.part, dense.elements * s, dense.checkpoint_elements * s)
+    return tally
+
+
+def resolved_for(
+    arch: ModelArchitecture, gpu: GpuSpec | None, vllm_version: str | None
+) -> ResolvedQuantization:
+    """The method vLLM runs for this checkpoint and `--quantization` (raises QuantizationRefused as vLLM would)."""
+    return resolve_quantization(
+        arch.quant_scheme,
+        arch.quantization_flag,
+        vllm_version=vllm_version,
+        capability=gpu.compute_capability if gpu else None,
+        model_type=arch.model_type,
+    )
+
+
+def _skipped_checkpoint_parts(
+    arch: ModelArchitecture, resolved: ResolvedQuantization, layout: Layout, *, pooling: bool, load_mtp: bool
+) -> int:
+    """File bytes vLLM does not load: MTP layers without MTP speculation (counted from the geometry when only a
+    total is known), and the untied lm_head of a pooling model."""
+    by_part = arch.checkpoint_bytes_by_part
+    skipped = 0
+    if not load_mtp and "mtp" in by_part:
+        skipped += by_part["mtp"]
+    elif not load_mtp and arch.mtp_layers:
+        skipped += sum(_tally(arch, mtp_inventory(arch, 1), resolved, layout).checkpoint.values())
+    if pooling and not arch.tie_word_embeddings:
+        skipped += by_part.get("lm_head", 0)
+    return skipped
+
+
+def _geometry_bytes(
+    arch: ModelArchitecture,
+    resolved: ResolvedQuantization,
+    layout: Layout,
+    tp: int,
+    *,
+    pooling: bool,
+    load_mtp: bool,
+) -> _Tally:
+    inv = module_inventory(arch, tensor_parallel_size=tp, pooling=pooling, load_mtp=load_mtp)
+    return _tally(arch, inv, resolved, layout)
 
 
 def estimate_weights(
-    arch: ModelArchitecture, *, pooling: bool = False, load_mtp: bool = False
+    arch: ModelArchitecture,
+    *,
+    pooling: bool = False,
+    load_mtp: bool = False,
+    tensor_parallel_size: int = 1,
+    gpu: GpuSpec | None = None,
+    vllm_version: str | None = None,
 ) -> WeightEstimate:
-    """Bytes on the GPU after loading. Rotary caches are included; transient load-time copies are not."""
-    parts = parameter_parts(arch, pooling=pooling, load_mtp=load_mtp)
+    """Bytes on one of `tensor_parallel_size` ranks after loading, for `vllm_version` (None: the newest colo
+    knows) on `gpu` (None: one with native FP8). Rotary caches are included; transient load-time copies are not."""
+    resolved = resolved_for(arch, gpu, vllm_version)
+    capability = gpu.compute_capability if gpu else (9, 0)
+    layout = Layout(resolved.method, resolved.release, capability[0] * 10 + capability[1], arch.dtype_bytes)
+    flags = {"pooling": pooling, "load_mtp": load_mtp}
+    tally = _geometry_bytes(arch, resolved, layout, tensor_parallel_size, **flags)
     rotary_dim = arch.rotary_dim or arch.head_dim
     rotary = 0 if arch.encoder_only else arch.max_position_embeddings * rotary_dim * arch.dtype_bytes
-    if arch.checkpoint_bytes is not None and arch.checkpoint_bytes_by_part:
-        by_part = dict(arch.checkpoint_bytes_by_part)
-        skipped = 0
-        if not load_mtp:
-            skipped += by_part.get("mtp", 0)
-        if pooling and not arch.tie_word_embeddings:
-            skipped += by_part.get("lm_head", 0)
-        total = arch.checkpoint_bytes - skipped + rotary
-        return WeightEstimate(
-            total, parts.total, "safetensors", {**by_part, "skipped": skipped, "rotary": rotary}
-        )
-
-    full = arch.dtype_bytes
-    quant = arch.quantization
-
-    def linear(part_params: int, part: str) -> int:
-        if quant == "none" or _is_unquantized(arch, part):
-            return part_params * full
-        return round(part_params * _linear_bytes_per_param(quant, full, arch.quant_group_size))
-
-    detail = {
-        "embedding": parts.embedding * full,
-        "lm_head": parts.lm_head * full,
-        "attention": linear(parts.attention_linear, "attention"),
-        "mlp": linear(parts.mlp_linear, "mlp"),
-        "experts": linear(parts.expert_linear, "experts"),
-        "router": parts.router * full,
-        "linear_attention": linear(parts.linear_attention_linear, "linear_attention"),
-        "small_tensors": parts.small_tensors * full,
-        "mtp": linear(parts.mtp, "mlp"),
-        "vision": parts.vision * full,
-        "rotary": rotary,
-    }
-    return WeightEstimate(sum(detail.values()), parts.total, "geometry", detail)
+    detail = {**tally.gpu, "rotary": rotary}
+    rank_bytes = sum(detail.values())
+    parameters = parameter_parts(arch, pooling=pooling, load_mtp=load_mtp).total
+    if arch.checkpoint_bytes is None:
+        return WeightEstimate(rank_bytes, parameters, "geometry", detail, resolved.method)
+    # Exact file bytes: what the geometry did not foresee in the file is spread over the ranks like the rest.
+    loaded = arch.checkpoint_bytes - _skipped_checkpoint_parts(arch, resolved, layout, **flags)
+    unexplained = loaded - sum(tally.checkpoint.values())
+    whole = tally if tensor_parallel_size == 1 else _geometry_bytes(arch, resolved, layout, 1, **flags)
+    detail["checkpoint_residual"] = unexplained * rank_bytes // (sum(whole.gpu.values()) + rotary)
+    return WeightEstimate(
+        rank_bytes + detail["checkpoint_residual"], parameters, "safetensors", detail, resolved.method
+    )

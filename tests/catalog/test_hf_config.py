@@ -79,33 +79,51 @@ def test_a_dense_config_has_no_moe_or_mla_geometry() -> None:
     assert mla_geometry(config) is None
 
 
-@pytest.mark.parametrize(
-    ("quantization_config", "method", "group"),
-    [
-        ({"quant_method": "fp8", "weight_block_size": [128, 128]}, "fp8", 128),
-        ({"quant_method": "awq_marlin", "group_size": 64}, "awq", 64),
-        ({"quant_method": "modelopt"}, "nvfp4", 16),
-        (
-            {
-                "quant_method": "compressed-tensors",
-                "config_groups": {"g": {"weights": {"type": "int", "num_bits": 4, "group_size": 32}}},
-            },
-            "gptq",
-            32,
-        ),
-        ({}, "none", 128),
-    ],
-)
-def test_quantization_methods_map_to_the_layouts_colo_sizes(
-    quantization_config: dict[str, Any], method: str, group: int
-) -> None:
-    scheme = quantization_scheme(_config(quantization_config=quantization_config))
-    assert (scheme.method, scheme.group_size) == (method, group)
+def test_the_quantization_block_is_read_from_config_json() -> None:
+    scheme = quantization_scheme(
+        _config(quantization_config={"quant_method": "fp8", "weight_block_size": [128, 128]})
+    )
+    assert (scheme.method, scheme.declared_in) == ("fp8", "config.json")
 
 
-def test_modules_a_checkpoint_keeps_unquantized_are_kept() -> None:
-    scheme = quantization_scheme(_config(quantization_config={"quant_method": "fp8", "ignore": ["lm_head"]}))
-    assert scheme.unquantized_modules == ("lm_head",)
+def test_the_older_compression_config_key_is_read_like_quantization_config() -> None:
+    scheme = quantization_scheme(
+        _config(compression_config={"quant_method": "compressed-tensors", "config_groups": {}})
+    )
+    assert scheme.method == "compressed-tensors"
+
+
+def test_a_block_only_in_text_config_is_marked_so_releases_that_miss_it_can_say_so() -> None:
+    raw = {
+        "architectures": ["X"],
+        "text_config": {**TINY_CONFIG, "quantization_config": {"quant_method": "fp8"}},
+    }
+    assert quantization_scheme(HfConfig.of(raw)).declared_in == "text_config"
+
+
+def test_side_files_are_read_only_when_config_json_has_no_block() -> None:
+    modelopt = {"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "FP8"}}
+    gptq = {"bits": 4, "group_size": 128, "desc_act": False, "sym": True}
+    assert (
+        quantization_scheme(_config(), {"hf_quant_config.json": modelopt}).declared_in
+        == "hf_quant_config.json"
+    )
+    from_gptq_file = quantization_scheme(_config(), {"quantize_config.json": gptq})
+    assert (from_gptq_file.method, from_gptq_file.declared_in) == ("gptq", "quantize_config.json")
+    own_block = _config(quantization_config={"quant_method": "fp8"})
+    assert quantization_scheme(own_block, {"hf_quant_config.json": modelopt}).method == "fp8"
+
+
+def test_a_full_precision_config_has_no_quantization() -> None:
+    scheme = quantization_scheme(_config())
+    assert not scheme.quantized and scheme.method == "none"
+
+
+def test_the_architecture_keeps_the_declared_method_and_the_model_type() -> None:
+    arch = from_hf_config(
+        {**TINY_CONFIG, "model_type": "gpt_oss", "quantization_config": {"quant_method": "mxfp4"}}, "t"
+    )
+    assert (arch.quantization, arch.quant_scheme.method, arch.model_type) == ("mxfp4", "mxfp4", "gpt_oss")
 
 
 def test_a_text_only_model_has_no_vision_tower_and_a_vision_config_adds_one() -> None:

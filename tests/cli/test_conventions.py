@@ -8,7 +8,7 @@ import pytest
 
 from colo.cli import build_parser, main
 from colo.cli.common import ExitCode
-from colo.config.schema import KvCacheDtype, Quantization, SpeculativeMethod
+from colo.config.schema import KV_CACHE_DTYPE_CHOICES, QUANTIZATION_CHOICES, SpeculativeMethod
 
 ESTIMATE = ["estimate", "--model", "Qwen/Qwen3-8B", "--gpu", "L40S"]
 
@@ -18,17 +18,17 @@ def test_exit_codes_are_the_documented_ones() -> None:
 
 
 @pytest.mark.parametrize(
-    ("flag", "literal"),
+    ("flag", "values"),
     [
-        ("--quantization", Quantization),
-        ("--kv-cache-dtype", KvCacheDtype),
-        ("--speculative-method", SpeculativeMethod),
+        ("--quantization", QUANTIZATION_CHOICES),
+        ("--kv-cache-dtype", KV_CACHE_DTYPE_CHOICES),
+        ("--speculative-method", get_args(SpeculativeMethod)),
     ],
 )
-def test_estimate_accepts_exactly_the_values_a_stack_file_accepts(flag: str, literal: Any) -> None:
+def test_estimate_accepts_exactly_the_values_a_stack_file_accepts(flag: str, values: tuple[Any, ...]) -> None:
     parser = build_parser("estimate")
     attribute = flag.removeprefix("--").replace("-", "_")
-    for value in get_args(literal):
+    for value in values:
         assert getattr(parser.parse_args([*ESTIMATE, flag, value]), attribute) == value
     with pytest.raises(SystemExit) as exit_info:
         parser.parse_args([*ESTIMATE, flag, "not-a-schema-value"])

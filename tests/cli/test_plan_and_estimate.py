@@ -202,3 +202,26 @@ def test_a_gated_model_without_a_token_is_flagged_but_still_planned(
     assert main(["plan", "--config", str(_stack_file(tmp_path, gated))]) == 0
     out = capsys.readouterr().out
     assert "WARNINGS:" in out and "colo:pairs[0].llm.model" in out and "hfToken" in out
+
+
+def test_estimate_accepts_vllms_quantization_names(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _estimate(capsys, "--quantization", "fp8_per_tensor")
+    assert code in (0, 1) and out["weights_gib"] < 10
+
+
+def test_estimate_refuses_a_quantization_the_checkpoint_contradicts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = [
+        "estimate",
+        "--model",
+        "Qwen/Qwen3-8B-FP8",
+        "--gpu",
+        "L40S",
+        "--vllm-version",
+        "0.20.2",
+        "--quantization",
+        "awq",
+    ]
+    assert main(argv) == 2
+    assert "does not match the quantization method" in capsys.readouterr().err

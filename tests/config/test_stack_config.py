@@ -117,3 +117,37 @@ def test_weights_from_s3_cannot_be_copied_into_a_read_only_volume() -> None:
     raw["storage"] = {**raw["storage"], "syncImage": "registry.example/colo-sync:0.1.0"}
     raw["storage"]["accessMode"] = "ReadOnlyMany"
     assert "ReadWriteOnce" in _problems(raw)["colo:storage.accessMode"]
+
+
+def test_quantization_accepts_vllms_own_names_for_the_pinned_release() -> None:
+    raw = _valid()
+    raw["pairs"][0]["llm"]["quantization"] = "compressed-tensors"
+    assert parse_stack_config(raw).pairs[0].llm.quantization == "compressed-tensors"
+
+
+def test_quantization_refuses_a_name_no_vllm_has() -> None:
+    raw = _valid()
+    raw["pairs"][0]["llm"]["quantization"] = "int3"
+    assert "no vLLM quantization method" in _problems(raw)["colo:pairs[0].llm.quantization"]
+
+
+def test_quantization_refuses_a_name_the_pinned_release_dropped() -> None:
+    raw = _valid()
+    raw["pairs"][0]["llm"]["quantization"] = "bitsandbytes"
+    raw["pairs"][0]["llm"]["vllm"] = {"version": "0.28.0"}
+    assert "invalid choice: 'bitsandbytes'" in _problems(raw)["colo:pairs[0].llm"]
+
+
+def test_kv_cache_dtype_names_follow_the_release() -> None:
+    raw = _valid()
+    raw["pairs"][0]["llm"]["kvCacheDtype"] = "bfloat16"
+    raw["pairs"][0]["llm"]["vllm"] = {"version": "0.10.2"}
+    assert "no kv-cache dtype 'bfloat16'" in _problems(raw)["colo:pairs[0].llm"]
+    raw["pairs"][0]["llm"]["vllm"] = {"version": "0.11.0"}
+    assert parse_stack_config(raw).pairs[0].llm.kv_cache_dtype == "bfloat16"
+
+
+def test_a_kv_cache_dtype_colo_cannot_size_is_refused_by_name() -> None:
+    raw = _valid()
+    raw["pairs"][0]["llm"]["kvCacheDtype"] = "nvfp4"
+    assert "colo does not size" in _problems(raw)["colo:pairs[0].llm.kvCacheDtype"]

@@ -60,3 +60,21 @@ def test_without_native_sidecars_a_later_server_waits_for_the_earlier_ones_in_it
     assert waiting[2].breakdown["wait_for_earlier_servers"] == waiting[0].own_seconds + waiting[1].own_seconds
     assert sidecars[2].breakdown["wait_for_earlier_servers"] == 0
     assert waiting[2].startup_seconds > sidecars[2].startup_seconds
+
+
+def test_a_quantization_that_disagrees_with_the_checkpoint_is_refused_with_vllms_message() -> None:
+    config = parse_stack_config(_dev(model="Qwen/Qwen3-8B-FP8", quantization="awq"))
+    _, problems = validate_pair(config.pairs[0], 0, None)
+    assert any("does not match the quantization method" in p.message for p in problems)
+
+
+def test_online_fp8_of_a_full_precision_checkpoint_is_planned_and_passed_to_vllm() -> None:
+    config = parse_stack_config(_dev(model="Qwen/Qwen3-8B", quantization="fp8"))
+    checked, problems = validate_pair(config.pairs[0], 0, None)
+    assert not problems
+    gpu_plan = size_pair(checked, gpu("L40S"), config.budget)
+    llm, llm_plan = checked[-1], gpu_plan.servers[-1]
+    assert llm.arch.quantization == "fp8"
+    assert llm_plan.budget.weights_bytes < 10 * 1024**3  # 8B parameters at one byte, embeddings in bf16
+    args = server_args(config.pairs[0].name, llm, llm_plan)
+    assert args[args.index("--quantization") + 1] == "fp8"

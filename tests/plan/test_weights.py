@@ -6,10 +6,13 @@ from dataclasses import replace
 
 import pytest
 
-from colo.catalog import GIB
+from colo.catalog import GIB, gpu
 from colo.catalog.architecture import ModelArchitecture
+from colo.catalog.hf_config import from_hf_config
 from colo.catalog.models import catalog_architecture, catalog_ids
+from colo.catalog.quant_methods import QuantizationRefused
 from colo.plan.weights import estimate_weights
+from tests.model_files import TINY_CONFIG
 
 WITH_EXACT_BYTES = [m for m in catalog_ids() if catalog_architecture(m).checkpoint_bytes]
 
@@ -53,3 +56,158 @@ def test_qwen36_27b_parameter_count_matches_its_checkpoint() -> None:
     # 27,781,427,952 parameters including the vision tower and one MTP layer (docs/sources/model-configs.yaml).
     params = estimate_weights(catalog_architecture("Qwen/Qwen3.6-27B"), load_mtp=True).parameters
     assert params == pytest.approx(27_781_427_952, rel=0.001)
+
+
+# --- per tensor-parallel rank ---------------------------------------------------------------------------------
+
+MLA_MOE = {
+    "architectures": ["DeepseekV3ForCausalLM"],
+    "hidden_size": 1024,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 16,
+    "intermediate_size": 2048,
+    "moe_intermediate_size": 512,
+    "n_routed_experts": 16,
+    "n_shared_experts": 1,
+    "num_experts_per_tok": 4,
+    "first_k_dense_replace": 1,
+    "kv_lora_rank": 256,
+    "q_lora_rank": 384,
+    "qk_rope_head_dim": 32,
+    "qk_nope_head_dim": 64,
+    "v_head_dim": 64,
+    "num_nextn_predict_layers": 1,
+    "vocab_size": 1000,
+    "max_position_embeddings": 4096,
+    "torch_dtype": "bfloat16",
+}
+
+
+def _mla_moe(**extra: object) -> ModelArchitecture:
+    return from_hf_config({**MLA_MOE, **extra}, "test/mla-moe")
+
+
+@pytest.mark.parametrize("tp", [2, 4, 8])
+def test_replicated_parts_stay_whole_and_sharded_parts_split_on_every_rank(tp: int) -> None:
+    arch = _mla_moe()
+    one, rank = estimate_weights(arch), estimate_weights(arch, tensor_parallel_size=tp)
+    assert rank.detail["router"] == one.detail["router"]  # MoE routers are ReplicatedLinear
+    assert rank.detail["experts"] * tp == one.detail["experts"]
+    assert rank.detail["mlp"] * tp == one.detail["mlp"]
+    # MLA's q_a / kv_a projections are replicated: attention shrinks by less than N.
+    h, m = 1024, arch.mla
+    assert m is not None and m.q_lora_rank
+    replicated = 4 * h * (m.q_lora_rank + m.kv_lora_rank + m.qk_rope_head_dim) * 2
+    assert rank.detail["attention"] == replicated + (one.detail["attention"] - replicated) // tp
+
+
+def test_the_vocabulary_is_padded_to_64_then_split() -> None:
+    arch = _mla_moe()
+    for tp in (1, 2, 8):
+        assert estimate_weights(arch, tensor_parallel_size=tp).detail["embedding"] == 1024 * 1024 * 2 // tp
+
+
+@pytest.mark.parametrize("tp", [2, 4, 8])
+def test_kv_projections_are_replicated_once_the_ranks_outnumber_kv_heads(tp: int) -> None:
+    config = {**TINY_CONFIG, "hidden_size": 512, "num_attention_heads": 8, "num_key_value_heads": 2}
+    arch = from_hf_config(config, "test/gqa")
+    head_dim = 64
+    kv_heads_per_rank = max(1, 2 // tp)
+    qkv = 512 * (8 * head_dim // tp + 2 * kv_heads_per_rank * head_dim)
+    o_proj = 8 * head_dim // tp * 512
+    layers, bf16 = 2, 2
+    assert estimate_weights(arch, tensor_parallel_size=tp).detail["attention"] == layers * bf16 * (
+        qkv + o_proj
+    )
+
+
+def test_a_quantized_mla_kv_b_proj_adds_its_bf16_copy() -> None:
+    fp8 = _mla_moe(
+        quantization_config={
+            "quant_method": "fp8",
+            "activation_scheme": "dynamic",
+            "weight_block_size": [128, 128],
+        }
+    )
+    m = fp8.mla
+    assert m is not None
+    copy = 4 * m.kv_lora_rank * 16 * (m.qk_nope_head_dim + m.v_head_dim) * 2
+    assert estimate_weights(fp8).detail["mla_dense_copy"] == copy
+    assert estimate_weights(fp8, tensor_parallel_size=4).detail["mla_dense_copy"] == copy // 4
+    assert estimate_weights(_mla_moe()).detail["mla_dense_copy"] == 0
+
+
+def test_mtp_layers_in_a_total_size_are_taken_out_unless_mtp_speculation_loads_them() -> None:
+    arch = _mla_moe(vocab_size=1024)  # no vocabulary padding: the file holds what the GPU holds, less rotary
+    geometry_with_mtp = estimate_weights(arch, load_mtp=True)
+    total = geometry_with_mtp.bytes - geometry_with_mtp.detail["rotary"]
+    exact = replace(arch, checkpoint_bytes=total, checkpoint_bytes_by_part={"model": total})
+    assert estimate_weights(exact).bytes == pytest.approx(estimate_weights(arch).bytes, rel=1e-6)
+    assert estimate_weights(exact, load_mtp=True).bytes == pytest.approx(geometry_with_mtp.bytes, rel=1e-6)
+
+
+def test_online_fp8_halves_the_linear_layers_and_keeps_embeddings() -> None:
+    bf16 = _geometry_only("Qwen/Qwen3-8B")
+    fp8 = estimate_weights(bf16.with_quantization("fp8_per_tensor"))
+    plain = estimate_weights(bf16)
+    assert fp8.quantization == "fp8_per_tensor"
+    assert fp8.detail["embedding"] == plain.detail["embedding"]
+    assert fp8.detail["mlp"] == pytest.approx(plain.detail["mlp"] / 2, rel=0.001)
+
+
+GPT_OSS = {
+    "architectures": ["GptOssForCausalLM"],
+    "model_type": "gpt_oss",
+    "hidden_size": 2880,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 8,
+    "head_dim": 64,
+    "intermediate_size": 2880,
+    "num_local_experts": 32,
+    "num_experts_per_tok": 4,
+    "vocab_size": 201088,
+    "max_position_embeddings": 131072,
+    "torch_dtype": "bfloat16",
+    "quantization_config": {"quant_method": "mxfp4"},
+}
+
+
+@pytest.mark.parametrize(
+    ("gpu_name", "capability", "version", "hidden", "inter"),
+    [
+        ("A100", (8, 0), "0.19.0", 3072, 2944),  # Marlin: intermediate to 128, hidden to 256
+        ("H100-SXM", (9, 0), "0.10.1", 3072, 2944),  # torch 2.7.1: Marlin on Hopper too
+        ("H100-SXM", (9, 0), "0.11.0", 2880, 2880),  # Triton, torch 2.8.0: unswizzled
+        ("H100-SXM", (9, 0), "0.14.0", 3072, 2880),  # Triton, swizzled (log-informed padding)
+        ("B200", (10, 0), "0.14.0", 3072, 3072),  # FlashInfer: both to 256
+    ],
+)
+def test_gpt_oss_experts_are_padded_by_the_mxfp4_backend_of_gpu_and_release(
+    gpu_name: str, capability: tuple[int, int], version: str, hidden: int, inter: int
+) -> None:
+    arch = from_hf_config(GPT_OSS, "openai/gpt-oss")
+    spec = replace(gpu("H100-SXM"), name=gpu_name, compute_capability=capability)
+    experts = estimate_weights(arch, gpu=spec, vllm_version=version).detail["experts"]
+    weights = 3 * hidden * inter
+    bias = 4 if (gpu_name, version) in {("H100-SXM", "0.11.0"), ("H100-SXM", "0.14.0")} else 2
+    assert experts == 2 * 32 * (weights // 2 + weights // 32 + bias * (2 * inter + hidden))
+
+
+def test_gpt_oss_linear_layers_stay_bf16() -> None:
+    arch = from_hf_config(GPT_OSS, "openai/gpt-oss")
+    plain = from_hf_config({k: v for k, v in GPT_OSS.items() if k != "quantization_config"}, "bf16")
+    assert estimate_weights(arch).detail["attention"] == estimate_weights(plain).detail["attention"]
+
+
+def test_a_refused_quantization_is_not_sized() -> None:
+    with pytest.raises(QuantizationRefused):
+        estimate_weights(_geometry_only("Qwen/Qwen3-8B").with_quantization("awq"))
+
+
+def test_a_vision_tower_shards_its_linears_like_the_decoder() -> None:
+    arch = catalog_architecture("Qwen/Qwen3.6-27B")
+    one, two = estimate_weights(arch), estimate_weights(arch, tensor_parallel_size=2)
+    assert one.detail["vision"] > 0
+    assert two.detail["vision"] == one.detail["vision"] // 2
