@@ -43,8 +43,13 @@ CATALOG = ROOT / "colo" / "catalog"
 # Fine-tunes that keep a catalog model's geometry and dtype (the log entry's notes say so). A quantized
 # repack is a different checkpoint and is not mapped: its model entry has to say how it is quantized.
 SAME_GEOMETRY = {"NousResearch/Hermes-3-Llama-3.1-8B": "meta-llama/Llama-3.1-8B-Instruct"}
-# Logs that print no version: the release their source points to (each entry's notes say why).
-ASSUMED_VERSION = {"llmd_": "0.11.0", "friday_": "0.11.0"}
+# Logs that print no version: the release their source points to.
+#   llmd_: the llm-d-benchmark page ran `vllm/vllm-openai:latest` (its deployment section) and was committed on
+#     2026-01-27 (rows for Qwen3-32B on 2026-02-26); the newest release on PyPI then was 0.14.1 (uploaded
+#     2026-01-24; 0.15.x published no source distribution and follows the same rules in colo).
+#   friday_: its excerpt prints "[kv_cache_utils.py:1229] GPU KV cache size" and "Model loading took ... GiB
+#     memory"; that line number holds that logger call only in vllm 0.11.1 and 0.11.2.
+ASSUMED_VERSION = {"llmd_": "0.14.1", "friday_": "0.11.2"}
 KV_DTYPES = {"auto": "auto", "bf16": "auto", "bfloat16": "auto", "fp16": "auto", "float16": "auto"}
 TOLERANCE = {"weights": 0.03, "kv_pool": 0.02, "kv_util": 0.05, "requested": 0.01}
 NAIVE_OVERHEAD_GIB = 0.5
@@ -173,6 +178,8 @@ def arguments(entry: Mapping[str, Any]) -> EstimateArguments:
         "kv_cache_dtype": _kv_dtype(entry),
         "enforce_eager": bool(entry.get("enforce_eager")),
         "tensor_parallel_size": int(entry.get("tensor_parallel_size") or 1),
+        # Only where the log's source says how vLLM was installed: a pip install without FlashInfer.
+        "without_flashinfer": entry.get("flashinfer_installed") is False,
         **_gpu(entry),
         **_speculative(entry),
     }
@@ -281,10 +288,24 @@ def _kv_from_util(entry: Mapping[str, Any], result: Estimate, results: Results) 
         )
 
 
+# What a memory verdict's error says; anything else (a hang, a kernel error) is not one the budget decides.
+MEMORY_ERRORS = (
+    "free memory on device",
+    "kv cache",
+    "cache blocks",
+    "max seq len",
+    "out of memory",
+    "outofmemory",
+    "memory utilization",
+)
+
+
 def _started(entry: Mapping[str, Any]) -> bool | None:
-    """True: the log shows a KV cache sized and no error; False: a startup error; None: neither."""
-    if entry.get("startup_error"):
-        return False
+    """True: the log shows a KV cache sized and no error; False: a memory failure at startup; None: neither
+    (including failures of another kind, which say nothing about the budget)."""
+    error = str(entry.get("startup_error") or "").lower()
+    if error:
+        return False if any(marker in error for marker in MEMORY_ERRORS) else None
     printed = ("available_kv_cache_gib", "kv_cache_tokens", "max_concurrency")
     return True if any(entry.get(key) is not None for key in printed) else None
 

@@ -42,6 +42,19 @@ class MlaGeometry:
 
 
 @dataclass(frozen=True)
+class VisionGeometry:
+    """What vLLM's encoder profiling pass keeps alive for one maximum-size image (Qwen-VL style towers)."""
+
+    patch_size: int
+    temporal_patch_size: int
+    spatial_merge_size: int
+    in_channels: int
+    out_hidden_size: int
+    deepstack_layers: int = 0  # deepstack_visual_indexes: extra encoder outputs handed to the decoder
+    modalities: tuple[str, ...] = ("image",)
+
+
+@dataclass(frozen=True)
 class ModelArchitecture:
     model_id: str
     architecture: str
@@ -54,6 +67,11 @@ class ModelArchitecture:
     vocab_size: int
     max_position_embeddings: int
     dtype: str = "bfloat16"
+    # vLLM's derived maximum length (`_get_and_verify_max_len`): the smallest length key of the config, times
+    # a RoPE scaling factor; the key it came from; the config's own model_max_length, which may allow more.
+    derived_max_model_len: float | None = None  # None: max_position_embeddings
+    max_model_len_key: str = "max_position_embeddings"
+    model_max_length: int | None = None
     tie_word_embeddings: bool = False
     attention_bias: bool = False
     attn_output_gate: bool = False  # q_proj also emits a per-head output gate (Qwen3-Next, Qwen3.5/3.6)
@@ -72,6 +90,7 @@ class ModelArchitecture:
     mla: MlaGeometry | None = None
     mtp_layers: int = 0
     vision_parameters: int = 0
+    vision: VisionGeometry | None = None
     rotary_dim: int | None = None  # partial rotary embeddings cache fewer dimensions
     # vLLM's name for the quantization method ("none": full precision). From config.json it is the method the
     # checkpoint declares; colo.catalog.quant_methods.resolve_architecture sets what a release and GPU run.
@@ -86,6 +105,12 @@ class ModelArchitecture:
     @property
     def dtype_bytes(self) -> int:
         return DTYPE_BYTES.get(self.dtype, 2)
+
+    @property
+    def max_model_len_limit(self) -> float:
+        return (
+            self.max_position_embeddings if self.derived_max_model_len is None else self.derived_max_model_len
+        )
 
     @property
     def is_hybrid_linear(self) -> bool:

@@ -20,6 +20,7 @@ from colo.catalog.architecture import (
     MlaGeometry,
     ModelArchitecture,
     MoeGeometry,
+    VisionGeometry,
 )
 from colo.catalog.quant_config import read_quantization
 from colo.catalog.quantization import UNQUANTIZED, QuantizationScheme
@@ -77,6 +78,15 @@ class AttentionVariants:
     global_head_dim: int | None
     global_k_eq_v: bool
     rotary_dim: int
+
+
+@dataclass(frozen=True)
+class ContextLimit:
+    """The longest max_model_len vLLM accepts without VLLM_ALLOW_LONG_MAX_MODEL_LEN, and where it came from."""
+
+    derived: float  # an int unless a RoPE factor multiplied it (vLLM then prints e.g. 131072.0)
+    key: str
+    model_max_length: int | None
 
 
 def _need(cfg: Mapping[str, Any], *keys: str) -> Any:
@@ -278,6 +288,71 @@ def quantization_scheme(
     return UNQUANTIZED
 
 
+# vllm 0.8.0 config.py::_get_and_verify_max_len .. 0.33.0 config/model.py: possible_keys, in this order
+MAX_LEN_KEYS = (
+    "max_position_embeddings",
+    "n_positions",
+    "max_seq_len",
+    "seq_length",
+    "model_max_length",
+    "max_target_positions",
+    "max_sequence_length",
+    "max_seq_length",
+    "seq_len",
+)
+UNSCALED_ROPE_TYPES = ("su", "longrope", "llama3")  # their factor is not applied to the derived length
+DEFAULT_MAX_LEN = 2048  # "Assuming the model's maximum length is 2048"
+
+
+def _rope_entries(cfg: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """`rope_scaling` (<= 0.19) or `rope_parameters` (0.20+), one mapping or one per layer type."""
+    rope = cfg.get("rope_parameters") or cfg.get("rope_scaling")
+    if not isinstance(rope, Mapping) or "gemma3" in str(cfg.get("model_type", "")):
+        return []
+    nested = bool(rope) and all(isinstance(v, Mapping) for v in rope.values())
+    return list(rope.values()) if nested else [rope]
+
+
+def _rope_factor(cfg: Mapping[str, Any], derived: float) -> float:
+    """Every RoPE type but su, longrope and llama3 multiplies the length by its factor; yarn starts from
+    original_max_position_embeddings."""
+    factor: float | None = None
+    for params in _rope_entries(cfg):
+        kind = params.get("rope_type") or params.get("type")
+        if kind in UNSCALED_ROPE_TYPES or (kind in (None, "default") and "factor" not in params):
+            continue
+        factor = float(params.get("factor") or 1.0)
+        if kind == "yarn" and params.get("original_max_position_embeddings"):
+            derived = int(params["original_max_position_embeddings"])
+    return derived * factor if factor is not None else derived
+
+
+def context_limit(config: HfConfig) -> ContextLimit:
+    """vLLM's derived max_model_len: the smallest length key of the text config, scaled by RoPE."""
+    cfg = config.text
+    present = [(key, cfg[key]) for key in MAX_LEN_KEYS if isinstance(cfg.get(key), int | float)]
+    key, derived = min(present, key=lambda item: item[1]) if present else ("default", DEFAULT_MAX_LEN)
+    mml = cfg.get("model_max_length")
+    return ContextLimit(_rope_factor(cfg, derived), key, int(mml) if isinstance(mml, int | float) else None)
+
+
+def vision_geometry(config: HfConfig, text_hidden: int) -> VisionGeometry | None:
+    """The tower's patch geometry, where it has one (a `vision_config` with a patch size)."""
+    vision = config.top.get("vision_config")
+    if not isinstance(vision, Mapping) or not vision.get("hidden_size"):
+        return None
+    temporal = int(vision.get("temporal_patch_size") or 1)
+    return VisionGeometry(
+        patch_size=int(vision.get("patch_size") or 14),
+        temporal_patch_size=temporal,
+        spatial_merge_size=int(vision.get("spatial_merge_size") or 1),
+        in_channels=int(vision.get("in_channels") or vision.get("num_channels") or 3),
+        out_hidden_size=int(vision.get("out_hidden_size") or text_hidden),
+        deepstack_layers=len(vision.get("deepstack_visual_indexes") or ()),
+        modalities=("image", "video") if temporal > 1 else ("image",),
+    )
+
+
 def from_hf_config(
     raw: Mapping[str, Any],
     model_id: str,
@@ -292,6 +367,7 @@ def from_hf_config(
     attention = attention_variants(config, dims.head_dim, kinds)
     quantization = quantization_scheme(config, side_files)
     encoder_only = is_encoder_only(config)
+    limit = context_limit(config)
     return ModelArchitecture(
         model_id=model_id,
         architecture=config.architecture,
@@ -303,6 +379,9 @@ def from_hf_config(
         intermediate_size=dims.intermediate_size,
         vocab_size=dims.vocab_size,
         max_position_embeddings=dims.max_position_embeddings,
+        derived_max_model_len=limit.derived,
+        max_model_len_key=limit.key,
+        model_max_length=limit.model_max_length,
         dtype=dims.dtype,
         tie_word_embeddings=dims.tie_word_embeddings,
         attention_bias=attention.attention_bias,
@@ -320,6 +399,7 @@ def from_hf_config(
         mla=mla_geometry(config),
         mtp_layers=mtp_layers(config),
         vision_parameters=vision_parameters(config, dims.hidden_size),
+        vision=vision_geometry(config, dims.hidden_size),
         rotary_dim=attention.rotary_dim,
         quantization=quantization.method,
         quant_scheme=quantization,

@@ -34,17 +34,23 @@ class _Strict(BaseModel):
 
 
 class BatchTier(_Strict):
-    """One tier of `EngineArgs.get_batch_defaults` for the OpenAI server: the first tier whose memory floor
-    the GPU reaches, and whose excluded device names it does not carry, gives the defaults."""
+    """One tier of the OpenAI server's batch defaults (`EngineArgs._set_default_args_v1`, `get_batch_defaults`
+    from 0.20): the first tier whose memory floor the GPU reaches, whose required device names it carries (any
+    of them) and whose excluded device names it does not carry, gives the defaults."""
 
     min_gib: int
+    devices: tuple[
+        str, ...
+    ] = ()  # lower-case substrings, any of which the device name must hold (0.8.0-0.8.4)
     except_devices: tuple[str, ...]  # lower-case substrings of the device name (vLLM lowers it too)
     max_num_batched_tokens: int
     max_num_seqs: int
 
     def applies_to(self, gpu_name: str, total_bytes: int) -> bool:
         name = gpu_name.lower()
-        return total_bytes >= self.min_gib * GIB and not any(device in name for device in self.except_devices)
+        named = not self.devices or any(device in name for device in self.devices)
+        excluded = any(device in name for device in self.except_devices)
+        return total_bytes >= self.min_gib * GIB and named and not excluded
 
 
 class VllmRules(_Strict):
@@ -53,35 +59,91 @@ class VllmRules(_Strict):
     first: str
     last: str
     default_gpu_memory_utilization: float
+    # --- the KV budget (docs/vllm-memory-rules.md §1-2)
+    # global: kv = total * util - everything held on the device after profiling (other processes included);
+    # per_instance: kv = total * util - this process's own growth since its startup snapshot.
+    kv_accounting: Literal["global", "per_instance"]
+    startup_check: bool  # init_device refuses to start when free memory < total * util
     requested_memory_ceil: bool  # request_memory rounds total * util up
     cudagraph_estimate_subtracted: bool  # determine_available_memory takes the graph estimate off the KV pool
+    has_kv_cache_memory_bytes: bool
+    cublas_in_baseline: bool  # cuBLAS handles exist before the startup snapshot
+    # --- tensor parallelism: what the distributed init creates, and when (docs §10)
+    dist_init_before_snapshot: bool  # NCCL communicators and all-reduce buffers exist before the snapshot
+    nccl_cumem: bool  # NCCL's cuMem allocator is on (vLLM forced NCCL_CUMEM_ENABLE=0 before 0.10.2)
+    ep_group: Literal["none", "every_model", "moe_only"]  # a second NCCL communicator for the EP group
+    logits_gather_creates_communicator: bool  # the dummy sampler's all-gather wakes torch's lazy NCCL group
+    symm_mem_all_reduce: bool  # SymmMemCommunicator's buffer on compute capability 9.0 / 10.x
+    custom_all_reduce_large_buffer: bool  # CustomAllreduce's legacy buffer is 16 MiB, not 8
+    flashinfer_allreduce_workspace: Literal["none", "compiled", "always"]  # its workspace, inside the budget
+    # --- the dummy sampler run (docs §11)
+    sampler_path: Literal[
+        "flashinfer_probs", "flashinfer_logits", "sort", "triton", "flashinfer_then_native", "triton_all_rows"
+    ]
+    rejection_sampler_dummy: Literal[
+        "none",
+        "bf16_target_softmax",
+        "bf16_target_sorted",
+        "two_rows_bf16_clone",
+        "two_rows_fp32_clone",
+        "two_rows_triton",
+    ]  # the speculative branch of _dummy_sampler_run
+    v2_dummy_sampler: Literal["fp32_copy", "in_place", "warmup_flashinfer"]  # the V2 runner's dummy sampler
+    hidden_states_held_through_sampler: bool  # profile_run keeps the [tokens, hidden] output alive
     # VllmConfig.use_v2_model_runner defaults (generate models only, unless every model runs it):
     v2_runner_every_model: bool
     v2_runner_architectures: tuple[str, ...]  # DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES
     v2_runner_listed_dense_unquantized_only: bool  # listed architectures, and only when not MoE or quantized
     v2_runner_every_dense_text_model: bool  # every non-hybrid model that is not MoE, and the listed MoE ones
     v2_estimate_zero: bool  # the V2 runner's profile_cudagraph_memory returns 0
+    # --- CUDA graphs
     cudagraph_mode: Literal["PIECEWISE", "FULL_AND_PIECEWISE"]
-    capture_rule: Literal["step8", "step8_then16"]
+    capture_rule: Literal["fixed512", "step8", "step8_then16"]
     capture_spec_multiplier: bool
     capture_append_max_num_batched_tokens: bool
     capture_append_max_num_seqs: bool
+    # profile_cudagraph_memory first builds a temporary KV cache of this many blocks (when graphs are on)
+    graph_profile_min_blocks: Literal["none", "max_capture", "min_seqs_capture"]
+    # --- KV cache geometry and reporting
     kv_tokens_from_concurrency: bool  # "GPU KV cache size" = int(max_concurrency * max_model_len)
+    kv_concurrency_rule: Literal["tokens_over_len", "request_blocks"]
+    sliding_window_kv: Literal["full", "uniform_only", "hybrid"]  # how sliding-window layers get a spec
+    hybrid_group_size_ratio: (
+        float  # group size = most layers of a kind if < ratio x fewest (0: always fewest)
+    )
+    mamba_blocks_per_request: Literal[
+        "one_page", "max_model_len", "one_plus_spec", "two_plus_spec"
+    ]  # MambaSpec's usage
     null_block_reserved: bool
     sliding_inflight_batches: int
+    kv_error_wording: Literal["models_gb", "models_gib", "model_s"]  # _check_enough_kv_cache_memory's text
+    # --- engine limits
     batch_tiers: tuple[BatchTier, ...]  # in the order get_batch_defaults tests them
-    has_kv_cache_memory_bytes: bool
-    cublas_in_baseline: bool  # cuBLAS handles exist before the startup snapshot
+    max_num_seqs_capped_by_batched_tokens: bool  # max_num_seqs = min(default, max_num_batched_tokens)
+    max_model_len_error: Literal["0.8.0", "0.10.2"]  # _get_and_verify_max_len's wording
+    pooling_flag: Literal["task", "runner"]  # `--task embed` before 0.10.1, `--runner pooling` after
+    # --- which engine runs (EngineArgs._is_v1_supported_oracle, docs §12): a V0 fallback is refused
+    v1_min_compute_capability: int | None  # major*10+minor below which V1 falls back to V0
+    v1_dtypes: tuple[str, ...] | None  # model dtypes V1 accepts (None: any)
+    v1_refused_quantization: tuple[str, ...]
+    v1_fp8_kv: Literal["never", "fa3_sm90", "fa3_sm90_or_sm100", "backend", "any"]
+    v1_pooling: bool  # pooling models run on V1
+    v1_spec_methods: tuple[str, ...]  # speculative methods V1 runs by default ("*": all)
+    v1_mamba: Literal["v0_only", "opt_in", "default"]  # Mamba-style (recurrent state) layers
+    v0_only_architectures: tuple[str, ...]  # registry classes that inherit SupportsV0Only
+    # --- multimodal checkpoints
+    skip_mm_profiling_flag: bool  # --skip-mm-profiling exists
+    language_model_only_flag: bool  # --language-model-only exists
+    zero_mm_limits_skip_tower: bool  # all-zero --limit-mm-per-prompt leaves the vision tower unbuilt
     error_names_device: bool
-    topk_topp_sorts: bool  # the dummy sampler run sorts [rows, vocab] logits
     uuid_in_cuda_visible_devices: bool  # CUDA_VISIBLE_DEVICES=GPU-<uuid> resolves (else an index is needed)
     source: str
 
     @model_validator(mode="after")
     def _a_tier_for_every_gpu(self) -> VllmRules:
         last = self.batch_tiers[-1] if self.batch_tiers else None
-        if last is None or last.min_gib != 0 or last.except_devices:
-            raise ValueError("batch_tiers must end with a tier for every GPU (min_gib 0, no except_devices)")
+        if last is None or last.min_gib != 0 or last.except_devices or last.devices:
+            raise ValueError("batch_tiers must end with a tier for every GPU (min_gib 0, no device names)")
         return self
 
     @property
@@ -116,6 +178,42 @@ class VllmRules(_Strict):
         return next(tier for tier in self.batch_tiers if tier.applies_to(gpu_name, total_bytes))
 
 
+class SamplerBytesPerLogit(_Strict):
+    """Peak bytes per logit (rows x vocabulary) of the dummy sampler run, by path; measured by replaying each
+    path's tensor operations (bench/gpu/measure_sampler_peak.py)."""
+
+    flashinfer_probs: int
+    flashinfer_logits: int
+    sort: int  # PyTorch's sort, 1 row or >= 128 rows
+    sort_small_batch: int  # 2-127 rows: the sort's temporaries are relatively larger
+    triton: int  # plus the cached per-program buffer, counted on its own
+    v2_fp32_copy: int
+    v2_in_place: int
+    # the speculative (rejection-sampler) branch, by RejectionDummy variant
+    spec_bf16_target_softmax: int
+    spec_bf16_target_sorted: int
+    spec_two_rows_bf16_clone: int
+    spec_two_rows_fp32_clone: int
+    spec_two_rows_triton: int
+
+
+class TpCommunicationMib(_Strict):
+    """Per-rank memory of tensor-parallel communication (MiB), as measured on two GPUs in vLLM's start-up
+    order (bench/gpu/measure_tp_comm.py); the `_cumem_off` figures are for releases that turn NCCL's cuMem
+    allocator off."""
+
+    first_nccl_communicator: int
+    first_nccl_communicator_cumem_off: int
+    next_nccl_communicator: int
+    next_nccl_communicator_cumem_off: int
+    torch_nccl_group: int  # ProcessGroupNCCL's communicator, woken by the first all-gather
+    torch_nccl_group_cumem_off: int
+    custom_all_reduce_ipc: int  # the IPC buffers with an 8 MiB legacy buffer
+    custom_all_reduce_ipc_extra_large_buffer: int  # what the 16 MiB legacy buffer adds
+    custom_all_reduce_rank_data: int
+    symm_mem_overhead: int  # beyond the symmetric-memory buffer's own size
+
+
 class MeasuredConstants(_Strict):
     """Version-independent figures no source file states; vllm_rules.yaml says where each was measured."""
 
@@ -123,8 +221,8 @@ class MeasuredConstants(_Strict):
     non_torch_growth_mib_cublas_in_baseline: int
     cudagraph_kib_per_graph_layer: int
     cudagraph_kib_per_graph_layer_hybrid: int
-    sampler_bytes_per_logit: int
-    sampler_bytes_per_logit_sorting: int
+    sampler_bytes_per_logit: SamplerBytesPerLogit
+    tp_communication_mib: TpCommunicationMib
     post_profile_mib: int
     # Public log ids (bench/data/vllm_startup_logs.yaml) whose figures informed a constant above: the
     # accuracy benchmark reports them apart, never as evidence for the constant they informed.

@@ -57,6 +57,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--free-memory-gib", type=float, help="free memory at start instead of an idle GPU")
     parser.add_argument("--num-speculative-tokens", type=int)
     parser.add_argument("--speculative-method", choices=schema_choices(SpeculativeMethod))
+    parser.add_argument(
+        "--allow-long-max-model-len", action="store_true", help="VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
+    )
+    parser.add_argument("--language-model-only", action="store_true", help="no vision tower (vLLM >= 0.17)")
+    parser.add_argument("--limit-mm-per-prompt", type=json.loads, help='items by modality: {"image": 0}')
+    parser.add_argument(
+        "--skip-mm-profiling", action="store_true", help="tower built, not profiled (0.10.1+)"
+    )
+    parser.add_argument(
+        "--without-flashinfer",
+        action="store_true",
+        help="vLLM installed without FlashInfer (a plain pip install of a release that does not require it); "
+        "its dummy sampler run then takes PyTorch's path. Default: FlashInfer present, as in vLLM's images",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON (the default output is JSON too)")
 
 

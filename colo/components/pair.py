@@ -88,7 +88,11 @@ class CoLocatedPair(pulumi.ComponentResource):
             command=[*gate, *gpu.command_prefix, *VLLM_SERVE],
             args=list(server.args),
             ports=[k8s.core.v1.ContainerPortArgs(name=server.role, container_port=server.port)],
-            env=[*server_env(args.hf_secret, args.hf_secret_key), *gpu.env],
+            env=[
+                *server_env(args.hf_secret, args.hf_secret_key),
+                *gpu.env,
+                *(k8s.core.v1.EnvVarArgs(name=name, value=value) for name, value in server.env),
+            ],
             resources=k8s.core.v1.ResourceRequirementsArgs(
                 requests={"cpu": server.cpu, "memory": server.memory, **gpu.limits},
                 limits={"memory": server.memory, **gpu.limits},

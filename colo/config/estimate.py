@@ -19,6 +19,7 @@ from colo.config.schema import (
     MaxModelLen,
     MaxNumBatchedTokens,
     MaxNumSeqs,
+    MmLimits,
     NumSpeculativeTokens,
     Quantization,
     Speculative,
@@ -55,6 +56,11 @@ class EstimateArguments(BaseModel):
     free_memory_gib: Annotated[float, Field(ge=0.0)] | None = None
     num_speculative_tokens: NumSpeculativeTokens | None = None
     speculative_method: SpeculativeMethod | None = None
+    allow_long_max_model_len: bool = False
+    language_model_only: bool = False
+    limit_mm_per_prompt: MmLimits | None = None
+    skip_mm_profiling: bool = False
+    without_flashinfer: bool = False
 
     @model_validator(mode="after")
     def _gpu_and_speculation_complete(self) -> EstimateArguments:

@@ -100,6 +100,7 @@ ExtraArg = Annotated[CliText, AfterValidator(_plain_argument)]
 # The limits a stack key and a `colo estimate` flag share (colo.config.estimate): each is defined once here.
 MaxModelLen = Annotated[int, Field(ge=16, le=10_000_000)]
 MaxNumSeqs = Annotated[int, Field(ge=1, le=65_536)]
+MmLimits = dict[str, Annotated[int, Field(ge=0, le=1024)]]  # --limit-mm-per-prompt items by modality
 MaxNumBatchedTokens = Annotated[int, Field(ge=16, le=10_000_000)]
 # vLLM accepts (0, 1]: vllm 0.33.0 config/cache.py::CacheConfig (Field(gt=0, le=1)).
 GpuMemoryUtilization = Annotated[float, Field(gt=0.0, le=1.0)]
@@ -229,9 +230,26 @@ class ServerSpec(_Model):
         default="auto", description="vLLM's --kv-cache-dtype names for the pinned release"
     )
     max_model_len: MaxModelLen | None = None
+    allow_long_max_model_len: bool = Field(
+        default=False,
+        description="Set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: accept a maxModelLen above the model's own limit",
+    )
     max_num_seqs: MaxNumSeqs | None = None
     max_num_batched_tokens: MaxNumBatchedTokens | None = None
     speculative: Speculative | None = None
+    language_model_only: bool = Field(
+        default=False,
+        description="--language-model-only (vLLM >= 0.17): no vision tower is built and no image is profiled",
+    )
+    limit_mm_per_prompt: MmLimits | None = Field(
+        default=None,
+        description="--limit-mm-per-prompt, items per prompt by modality (image, video, audio); 0 for every "
+        "modality of the tower leaves it unbuilt (vLLM >= 0.16)",
+    )
+    skip_mm_profiling: bool = Field(
+        default=False,
+        description="--skip-mm-profiling (vLLM >= 0.10.1): the vision encoder is built but not profiled",
+    )
     enforce_eager: Literal["auto"] | bool = "auto"
     cudagraph_capture_sizes: (
         Annotated[list[Annotated[int, Field(ge=1, le=65_536)]], Field(max_length=1024)] | None
@@ -240,7 +258,7 @@ class ServerSpec(_Model):
         default=None, description="Override the derived value; checked the same way"
     )
     kv_cache_memory_bytes: KvCacheMemoryBytes | None = Field(
-        default=None, description="Override: a fixed KV pool (vLLM >= 0.10.1)"
+        default=None, description="Override: a fixed KV pool (vLLM >= 0.10.2)"
     )
     vllm: VllmImage = VllmImage()
     extra_args: Annotated[list[ExtraArg], Field(max_length=MAX_EXTRA_ARGS)] = Field(default_factory=list)

@@ -1,8 +1,14 @@
-"""The activation peak vLLM's `profile_run` measures (`torch_peak_increase`).
+"""The activation peak vLLM's `profile_run` measures (`torch_peak_increase`), per tensor-parallel rank.
 
 The profile runs one dummy forward pass of `max_num_batched_tokens` tokens, then one sampler (or pooler)
-pass for `min(max_num_seqs, tokens)` rows. The peak is whichever of the two holds more live tensors.
-Attention kernels' own workspaces are not in the figure (vLLM skips attention metadata while profiling).
+pass for `min(max_num_seqs, tokens)` rows. The forward and the sampler are separate peaks; what spans both
+(the Triton top-k/top-p buffer, which stays cached) is added to whichever is larger. Attention kernels' own
+workspaces are not in the figure (vLLM skips attention metadata while profiling).
+
+Tensor parallelism shards only what vLLM shards: the MLP's intermediate, the query heads and the KV heads.
+The residual stream is whole on every rank, and so are the logits: `LogitsProcessor._gather_logits`
+all-gathers them and every rank runs the full-vocabulary sampler (`vllm 0.8.0 .. 0.33.0
+model_executor/layers/logits_processor.py`, `Platform.use_all_gather` is true under V1).
 """
 
 from __future__ import annotations
@@ -10,37 +16,131 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from colo.catalog.architecture import ModelArchitecture
+from colo.catalog.vllm_rules import SamplerBytesPerLogit, VllmRules
+from colo.plan.kv_cache import kv_heads_per_rank
+
+TRITON_MIN_ROWS = 8  # apply_top_k_top_p takes the Triton kernel from 8 rows (0.17-0.29)
+SORT_FULL_ROWS = 128  # below this (and above 1 row) PyTorch's sort holds relatively more
+
+
+@dataclass(frozen=True)
+class SamplerProfile:
+    """How one release's dummy sampler run peaks, in bytes per logit, and the rows of its cached buffer."""
+
+    bytes_per_logit: int  # the larger of the plain run and the speculative branch
+    buffer_rows: int  # rows of the persistent Triton top-k/top-p buffer (0: none)
+    hidden_states_held: bool  # the whole [tokens, hidden] output stays alive through the sampler
+
+
+def _sort_bytes(table: SamplerBytesPerLogit, rows: int) -> int:
+    return table.sort if rows == 1 or rows >= SORT_FULL_ROWS else table.sort_small_batch
+
+
+def _v1_plain_bytes(
+    rules: VllmRules, table: SamplerBytesPerLogit, rows: int, flashinfer: bool
+) -> tuple[int, bool]:
+    """(bytes per logit, whether the Triton buffer is made) of the V1 runner's plain dummy sampler run."""
+    path = rules.sampler_path
+    if not flashinfer and path in ("flashinfer_probs", "flashinfer_logits"):
+        path = "sort"  # "FlashInfer is not available. Falling back to the PyTorch-native implementation"
+    triton_rows = path == "triton_all_rows" or rows >= TRITON_MIN_ROWS
+    if path == "flashinfer_probs":
+        return table.flashinfer_probs, False
+    if path == "flashinfer_logits":
+        return table.flashinfer_logits, False
+    if path == "sort" or (path == "triton" and not triton_rows):
+        return _sort_bytes(table, rows), False
+    if path == "flashinfer_then_native" and not triton_rows:  # the second, native call sorts
+        return max(table.flashinfer_logits, _sort_bytes(table, rows)), False
+    return max(table.triton, table.flashinfer_logits), True
+
+
+def sampler_profile(
+    rules: VllmRules,
+    table: SamplerBytesPerLogit,
+    *,
+    rows: int,
+    v2_runner: bool,
+    speculative: bool,
+    sm_count: int,
+    flashinfer_installed: bool = True,
+) -> SamplerProfile:
+    """`_dummy_sampler_run` of the release and runner (docs/vllm-memory-rules.md §11). The official images
+    carry FlashInfer; a plain `pip install vllm` before 0.14 does not, and sorts instead."""
+    held = rules.hidden_states_held_through_sampler
+    if v2_runner:  # greedy dummy batch; no speculative branch
+        v2 = {
+            "fp32_copy": table.v2_fp32_copy,
+            "in_place": table.v2_in_place,
+            "warmup_flashinfer": table.flashinfer_logits,
+        }[rules.v2_dummy_sampler]
+        return SamplerProfile(v2, 0, held)
+    plain, triton_buffer = _v1_plain_bytes(rules, table, rows, flashinfer_installed)
+    spec = 0
+    if speculative and rules.rejection_sampler_dummy != "none":
+        spec = int(getattr(table, f"spec_{rules.rejection_sampler_dummy}"))
+        triton_buffer = triton_buffer or rules.rejection_sampler_dummy == "two_rows_triton"
+    buffer_rows = 0
+    if triton_buffer:  # apply_top_k_top_p_triton: min(next_pow2(min(SMs, rows)), SMs) rows, cached
+        programs = min(sm_count, rows)
+        buffer_rows = min(1 << (programs - 1).bit_length(), sm_count)
+    return SamplerProfile(max(plain, spec), buffer_rows, held)
+
+
+# The Qwen-VL image processors allow at most 16384 merged tokens per image by default (max_pixels =
+# 16384 x (patch x merge)^2); vLLM profiles the encoder with an image of that size
+# (`get_image_size_with_most_features`). The figure is the Hugging Face processor's default, not vLLM code.
+QWEN_VL_MAX_IMAGE_TOKENS = 16384
+
+
+def encoder_profile_kept_bytes(arch: ModelArchitecture) -> int:
+    """Pixels and encoder outputs of the profiling pass's one maximum-size image, which `profile_run` keeps
+    alive through the text forward and the sampler (`vllm 0.20.0 v1/worker/gpu_model_runner.py::profile_run`:
+    `batched_dummy_mm_inputs`, `self.encoder_cache`). Towers without spatial merging (Gemma) keep a few MiB."""
+    vision = arch.vision
+    if vision is None or vision.spatial_merge_size <= 1:
+        return 0
+    tokens = QWEN_VL_MAX_IMAGE_TOKENS
+    patches = tokens * vision.spatial_merge_size**2
+    patch_values = vision.in_channels * vision.temporal_patch_size * vision.patch_size**2
+    pixels = patches * patch_values * arch.dtype_bytes
+    outputs = tokens * vision.out_hidden_size * arch.dtype_bytes * (1 + vision.deepstack_layers)
+    return pixels + outputs
 
 
 @dataclass(frozen=True)
 class ActivationPeak:
     forward_bytes: int
     sampler_bytes: int
+    persistent_bytes: int = 0  # allocated during the profile and never freed (the Triton buffer)
+    mm_kept_bytes: int = 0  # the encoder profile's image and outputs, alive through forward and sampler
 
     @property
     def peak_bytes(self) -> int:
-        return max(self.forward_bytes, self.sampler_bytes)
+        return self.persistent_bytes + self.mm_kept_bytes + max(self.forward_bytes, self.sampler_bytes)
 
 
-def _mlp_live_elements(arch: ModelArchitecture, tokens: int) -> int:
-    """Elements alive inside one MLP: gate_up output (2I) and the activated half (I)."""
+def _mlp_live_elements(arch: ModelArchitecture, tokens: int, tp: int) -> int:
+    """Elements alive inside one MLP on one rank: gate_up output (2I/tp) and the activated half (I/tp)."""
     if arch.moe is None:
-        return tokens * 3 * arch.intermediate_size
+        return tokens * 3 * arch.intermediate_size // tp
     m = arch.moe
     routed = tokens * m.experts_per_token
-    # fused_moe keeps three intermediate caches: (2I), (I) and (H) per routed token, plus router logits.
-    experts = routed * (3 * m.moe_intermediate_size + arch.hidden_size)
-    shared = tokens * 3 * m.shared_expert_intermediate_size
-    dense = tokens * 3 * arch.intermediate_size if m.moe_layers < arch.num_layers else 0
+    # fused_moe keeps three intermediate caches: (2I/tp), (I/tp) and (H) per routed token; the replicated
+    # router's logits are whole on every rank.
+    experts = routed * (3 * m.moe_intermediate_size // tp + arch.hidden_size)
+    shared = tokens * 3 * m.shared_expert_intermediate_size // tp
+    dense = tokens * 3 * arch.intermediate_size // tp if m.moe_layers < arch.num_layers else 0
     return max(experts + shared, dense) + tokens * m.num_experts * 2  # fp32 router logits = 2 elements
 
 
-def _attention_live_elements(arch: ModelArchitecture, tokens: int) -> int:
-    q = arch.num_attention_heads * (arch.global_head_dim or arch.head_dim)
-    kv = 2 * (arch.global_num_kv_heads or arch.num_kv_heads) * (arch.global_head_dim or arch.head_dim)
+def _attention_live_elements(arch: ModelArchitecture, tokens: int, tp: int) -> int:
+    head_dim = arch.global_head_dim or arch.head_dim
+    q = arch.num_attention_heads * head_dim // tp
+    kv = 2 * kv_heads_per_rank(arch.global_num_kv_heads or arch.num_kv_heads, tp) * head_dim
     if arch.gdn is not None:
         g = arch.gdn
-        q = max(q, 2 * g.num_key_heads * g.key_head_dim + 2 * g.num_value_heads * g.value_head_dim)
+        q = max(q, (2 * g.num_key_heads * g.key_head_dim + 2 * g.num_value_heads * g.value_head_dim) // tp)
     return tokens * (2 * q + kv)
 
 
@@ -50,20 +150,24 @@ def activation_peak(
     max_num_batched_tokens: int,
     max_num_seqs: int,
     pooling: bool,
-    sampler_bytes_per_logit: int,
-    num_speculative_tokens: int = 0,
+    sampler: SamplerProfile,
+    tensor_parallel_size: int = 1,
+    mm_kept_bytes: int = 0,
 ) -> ActivationPeak:
     tokens = max_num_batched_tokens
+    tp = tensor_parallel_size
     element = arch.dtype_bytes
-    residual = 2 * tokens * arch.hidden_size  # hidden states and residual stream
-    layer = max(_mlp_live_elements(arch, tokens), _attention_live_elements(arch, tokens))
+    # hidden states and residual stream, whole on every rank; at TP > 1 the all-reduce writes a third copy
+    residual = (2 + (1 if tp > 1 else 0)) * tokens * arch.hidden_size
+    layer = max(_mlp_live_elements(arch, tokens, tp), _attention_live_elements(arch, tokens, tp))
     forward = (residual + layer) * element
     rows = min(max_num_seqs, tokens)
     if pooling or arch.encoder_only:
-        sampler = rows * arch.hidden_size * 4 + tokens * arch.hidden_size * element
-    else:
-        # With speculative decoding the dummy run also exercises the rejection sampler on k draft positions
-        # per row (`_dummy_sampler_run`); it runs after the plain sampler, so the peak is the larger of the two.
-        logit_rows = rows * max(1, num_speculative_tokens)
-        sampler = logit_rows * arch.vocab_size * sampler_bytes_per_logit + tokens * arch.hidden_size * element
-    return ActivationPeak(forward, sampler)
+        pooled = rows * arch.hidden_size * 4 + tokens * arch.hidden_size * element
+        return ActivationPeak(forward, pooled, 0, mm_kept_bytes)
+    hidden = tokens * arch.hidden_size * element if sampler.hidden_states_held else 0
+    logits = rows * arch.vocab_size * sampler.bytes_per_logit
+    persistent = sampler.buffer_rows * arch.vocab_size * 4
+    return ActivationPeak(
+        forward, logits + hidden + rows * arch.hidden_size * element, persistent, mm_kept_bytes
+    )

@@ -1,7 +1,7 @@
 """One vLLM process, sized the way vLLM sizes itself at startup (V1 engine, one GPU rank).
 
 The steps follow `Worker.init_device` → `load_model` → `determine_available_memory` → KV cache config →
-`capture_model`:
+`capture_model`. From 0.9.1 every process budgets for itself (per-instance accounting):
 
     snapshot after the process's own CUDA context:   free_seen = free_before − context
     startup check (`request_memory`):                 requested = total × util (rounded up where the release does)  ≤ free_seen
@@ -9,6 +9,13 @@ The steps follow `Worker.init_device` → `load_model` → `determine_available_
                                                            − cudagraph_estimate (when the release subtracts it)
     footprint seen by nvidia-smi:                     context + requested + graphs outside the budget + post
 
+Up to 0.9.0 the budget is global (`vllm 0.8.0 v1/worker/gpu_worker.py::Worker.determine_available_memory`):
+there is no startup check, and `total × util` caps everything on the device, other processes included:
+
+    KV pool:                                          kv = total × util − others − context − non_torch − weights − activation
+    footprint:                                        total × util − others + graphs + post
+
+At tensor parallel N every figure is one rank's; tp_comm says what the communicators add, and when.
 Encoder-only models have no KV cache, so vLLM skips the profiling step: util only gates the startup check,
 and the footprint is context + weights + activations + non-torch.
 """
@@ -20,11 +27,19 @@ from math import ceil
 
 from colo.catalog import GIB, MIB, GpuSpec
 from colo.catalog.architecture import ModelArchitecture
-from colo.catalog.vllm_rules import VllmRules, constants
-from colo.plan.activation import activation_peak
+from colo.catalog.vllm_rules import MeasuredConstants, VllmRules, constants
+from colo.plan.activation import ActivationPeak, activation_peak, encoder_profile_kept_bytes, sampler_profile
 from colo.plan.cudagraph import GraphPlan, default_capture_sizes, graph_memory
 from colo.plan.engine_limits import EngineLimits
-from colo.plan.kv_cache import KvCapacity, KvGeometry, kv_bytes_for_requests, kv_capacity, kv_geometry
+from colo.plan.kv_cache import (
+    KvCapacity,
+    KvGeometry,
+    kv_bytes_for_requests,
+    kv_capacity,
+    kv_geometry,
+    max_model_len_for,
+)
+from colo.plan.tp_comm import TpCommunication, tp_communication
 from colo.plan.weights import estimate_weights
 
 
@@ -46,6 +61,12 @@ class ProcessSpec:
     gpu_memory_utilization: float | None = None
     kv_cache_memory_bytes: int | None = None
     tensor_parallel_size: int = 1
+    # official images ship FlashInfer; a plain pip install before 0.14 does not
+    flashinfer_installed: bool = True
+    # Multimodal checkpoints: --language-model-only, --limit-mm-per-prompt, --skip-mm-profiling
+    language_model_only: bool = False
+    mm_limits: tuple[tuple[str, int], ...] = ()  # unlisted modalities allow 999 items
+    skip_mm_profiling: bool = False
 
     @property
     def utilization(self) -> float:
@@ -69,6 +90,29 @@ class ProcessSpec:
             hybrid=a.is_hybrid_linear,
             quantized=a.quantization != "none",
         )
+
+    @property
+    def vision_tower_built(self) -> bool:
+        """The tower is built unless --language-model-only (0.17+) or every tower modality's limit is 0
+        (`vllm 0.16.0 model_executor/models/interfaces.py::_mark_tower_model`)."""
+        vision = self.arch.vision
+        if not self.arch.vision_parameters or vision is None:
+            return self.arch.vision_parameters > 0
+        if self.language_model_only:
+            return False
+        return not (self.rules.zero_mm_limits_skip_tower and self._no_tower_inputs)
+
+    @property
+    def _no_tower_inputs(self) -> bool:
+        limits = dict(self.mm_limits)
+        vision = self.arch.vision
+        return vision is not None and all(limits.get(m, 999) == 0 for m in vision.modalities)
+
+    @property
+    def mm_encoder_profiled(self) -> bool:
+        """`profile_run` first runs the encoder on one maximum-size item unless --skip-mm-profiling (0.10.1+) or
+        no tower input is allowed."""
+        return self.vision_tower_built and not self.skip_mm_profiling and not self._no_tower_inputs
 
     @property
     def graph_estimate_subtracted(self) -> bool:
@@ -103,6 +147,22 @@ class ProcessBudget:
     startup: StartupCheck
     post_profile_bytes: int
     errors: tuple[str, ...] = field(default_factory=tuple)
+    others_bytes: int = 0  # what other processes hold when this one profiles (counts under global accounting)
+    communication: TpCommunication = field(default_factory=TpCommunication)
+
+    @property
+    def global_accounting(self) -> bool:
+        return self.spec.rules.kv_accounting == "global"
+
+    @property
+    def resident_beyond_request_bytes(self) -> int:
+        """What this process holds beyond `requested` once it serves: its context and what vLLM's budget does
+        not count (per-instance), or, under global accounting, minus what other processes hold (their memory
+        is inside `total × util`)."""
+        graphs_outside = 0 if self.graph_estimate_in_budget else self.graphs.bytes
+        if self.global_accounting:
+            return graphs_outside + self.post_profile_bytes - self.others_bytes
+        return self.context_bytes + graphs_outside + self.post_profile_bytes + self.communication.unbudgeted
 
     @property
     def footprint_bytes(self) -> int:
@@ -118,8 +178,12 @@ class ProcessBudget:
                 + self.graphs.bytes
             )
         else:
-            core = self.requested_bytes + (0 if self.graph_estimate_in_budget else self.graphs.bytes)
-        return self.context_bytes + core + self.post_profile_bytes
+            return self.requested_bytes + self.resident_beyond_request_bytes
+        return self.context_bytes + core + self.post_profile_bytes + self.communication.unbudgeted
+
+    @property
+    def weights_fit(self) -> bool:
+        return self.weights_bytes <= self.spec.gpu.cuda_total_bytes
 
     @property
     def ok(self) -> bool:
@@ -142,6 +206,8 @@ def geometry_for(spec: ProcessSpec) -> KvGeometry | None:
         spec.kv_cache_dtype,
         num_speculative_tokens=spec.num_speculative_tokens,
         mtp_draft_layers=draft_layers,
+        tensor_parallel_size=spec.tensor_parallel_size,
+        rules=spec.rules,
     )
 
 
@@ -158,57 +224,61 @@ def capture_sizes_for(spec: ProcessSpec) -> list[int]:
     )
 
 
-def size_process(spec: ProcessSpec, *, free_before_bytes: int | None = None) -> ProcessBudget:
-    """Size one process as vLLM would, given the free memory it finds on the GPU when it starts."""
-    consts = constants()
-    gpu = spec.gpu
-    total = gpu.cuda_total_bytes
-    tp = spec.tensor_parallel_size
-    context = gpu.context_bytes + (256 * MIB if tp > 1 else 0)  # NCCL communicators beyond TP1
-    if spec.rules.cublas_in_baseline:  # 0.33 creates the cuBLAS handles before its snapshot
-        context += gpu.cublas_bytes
-    free_before = total if free_before_bytes is None else free_before_bytes
-    free_seen = free_before - context
-
-    requested = requested_memory(total, spec.utilization, spec.rules)
-    startup_ok = free_seen >= requested
+def _startup(spec: ProcessSpec, free_seen: int, requested: int) -> StartupCheck:
+    """`Worker.init_device` refuses to start when the free memory is below the request (0.9.1+)."""
+    ok = free_seen >= requested or not spec.rules.startup_check
     message = (
         ""
-        if startup_ok
+        if ok
         else spec.rules.startup_error(
             free_gib=free_seen / GIB,
-            total_gib=total / GIB,
+            total_gib=spec.gpu.cuda_total_bytes / GIB,
             util=spec.utilization,
             requested_gib=requested / GIB,
         )
     )
+    return StartupCheck(free_seen, requested, ok, message)
 
-    weights = estimate_weights(
-        spec.arch,
-        pooling=spec.pooling,
-        load_mtp=spec.loads_mtp,
-        tensor_parallel_size=tp,
-        gpu=spec.gpu,
-        vllm_version=spec.vllm_version,
-    ).bytes
-    peak = activation_peak(
+
+def _activation(spec: ProcessSpec, consts: MeasuredConstants) -> ActivationPeak:
+    rows = min(spec.limits.max_num_seqs, spec.limits.max_num_batched_tokens)
+    sampler = sampler_profile(
+        spec.rules,
+        consts.sampler_bytes_per_logit,
+        rows=rows,
+        v2_runner=spec.v2_model_runner,
+        speculative=spec.num_speculative_tokens > 0,
+        sm_count=spec.gpu.sm_count,
+        flashinfer_installed=spec.flashinfer_installed,
+    )
+    return activation_peak(
         spec.arch,
         max_num_batched_tokens=spec.limits.max_num_batched_tokens,
         max_num_seqs=spec.limits.max_num_seqs,
         pooling=spec.pooling,
-        sampler_bytes_per_logit=consts.sampler_bytes_per_logit_sorting
-        if spec.rules.topk_topp_sorts
-        else consts.sampler_bytes_per_logit,
-        num_speculative_tokens=spec.num_speculative_tokens,
+        sampler=sampler,
+        tensor_parallel_size=spec.tensor_parallel_size,
+        mm_kept_bytes=encoder_profile_kept_bytes(spec.arch) if spec.mm_encoder_profiled else 0,
     )
-    activation = peak.peak_bytes // tp
-    growth_mib = (
-        consts.non_torch_growth_mib_cublas_in_baseline
-        if spec.rules.cublas_in_baseline
-        else consts.non_torch_growth_mib
+
+
+def _communication(spec: ProcessSpec, consts: MeasuredConstants) -> TpCommunication:
+    return tp_communication(
+        spec.rules,
+        consts.tp_communication_mib,
+        spec.gpu,
+        tensor_parallel_size=spec.tensor_parallel_size,
+        moe=spec.arch.moe is not None,
+        pooling=spec.pooling,
+        eager=spec.enforce_eager,
+        hidden=spec.arch.hidden_size,
+        max_num_batched_tokens=spec.limits.max_num_batched_tokens,
+        element=spec.arch.dtype_bytes,
     )
-    non_torch = growth_mib * MIB + (256 * MIB if tp > 1 else 0)
-    graphs = graph_memory(
+
+
+def _graphs(spec: ProcessSpec, consts: MeasuredConstants) -> GraphPlan:
+    return graph_memory(
         spec.arch,
         spec.rules,
         capture_sizes_for(spec),
@@ -218,14 +288,76 @@ def size_process(spec: ProcessSpec, *, free_before_bytes: int | None = None) -> 
         if spec.arch.is_hybrid_linear
         else consts.cudagraph_kib_per_graph_layer,
     )
+
+
+GRAPH_PROFILE_OOM = "torch.OutOfMemoryError: CUDA out of memory while profiling CUDA-graph memory"
+
+
+def graph_profile_blocks(spec: ProcessSpec) -> int:
+    """Blocks of `_init_minimal_kv_cache_for_profiling`: the largest capture size (0.18-0.25), or the smaller of
+    it and max_num_seqs (0.26+, `vllm 0.26.0 v1/worker/gpu_model_runner.py`); 0 when no graph is profiled."""
+    sizes = capture_sizes_for(spec)
+    rule = spec.rules.graph_profile_min_blocks
+    stub = spec.v2_model_runner and spec.rules.v2_estimate_zero  # V2's profile_cudagraph_memory returns 0
+    if rule == "none" or not sizes or stub or spec.kv_cache_memory_bytes is not None:
+        return 0
+    largest = max(sizes)
+    return min(spec.limits.max_num_seqs, largest) if rule == "min_seqs_capture" else largest
+
+
+def graph_profile_kv_bytes(spec: ProcessSpec) -> int:
+    """The temporary KV cache the CUDA-graph estimate allocates after the weights and frees again."""
+    geometry = geometry_for(spec)
+    return graph_profile_blocks(spec) * geometry.bytes_per_block if geometry else 0
+
+
+def size_process(spec: ProcessSpec, *, free_before_bytes: int | None = None) -> ProcessBudget:
+    """Size one process as vLLM would, given the free memory it finds on the GPU when it starts."""
+    consts = constants()
+    gpu = spec.gpu
+    total = gpu.cuda_total_bytes
+    communication = _communication(spec, consts)
+    context = gpu.context_bytes + communication.before_snapshot
+    if spec.rules.cublas_in_baseline:  # 0.33 creates the cuBLAS handles before its snapshot
+        context += gpu.cublas_bytes
+    free_before = total if free_before_bytes is None else free_before_bytes
+    others = total - free_before
+    requested = requested_memory(total, spec.utilization, spec.rules)
+    startup = _startup(spec, free_before - context, requested)
+
+    weights = estimate_weights(
+        spec.arch,
+        pooling=spec.pooling,
+        load_mtp=spec.loads_mtp,
+        load_vision=spec.vision_tower_built,
+        tensor_parallel_size=spec.tensor_parallel_size,
+        gpu=spec.gpu,
+        vllm_version=spec.vllm_version,
+    ).bytes
+    activation = _activation(spec, consts).peak_bytes
+    growth_mib = (
+        consts.non_torch_growth_mib_cublas_in_baseline
+        if spec.rules.cublas_in_baseline
+        else consts.non_torch_growth_mib
+    )
+    non_torch = growth_mib * MIB + communication.in_budget
+    graphs = _graphs(spec, consts)
     in_budget = spec.graph_estimate_subtracted
-    post = consts.post_profile_mib * MIB
 
     if spec.kv_cache_memory_bytes is not None:
         kv = spec.kv_cache_memory_bytes
+    elif spec.rules.kv_accounting == "global":
+        kv = requested - others - context - non_torch - weights - activation
     else:
         kv = requested - weights - activation - non_torch - (graphs.bytes if in_budget else 0)
-    capacity, errors = _kv_pool(spec, kv)
+    capacity, errors = _kv_pool(spec, kv, weights)
+    temporary = graph_profile_kv_bytes(spec)
+    if not errors and temporary and context + non_torch + weights + temporary > free_before:
+        errors = [
+            f"{GRAPH_PROFILE_OOM}: profile_cudagraph_memory first builds a temporary KV cache of "
+            f"{graph_profile_blocks(spec)} blocks ({temporary / GIB:.2f} GiB) beside {weights / GIB:.2f} GiB of "
+            f"weights, with {(free_before - context) / GIB:.2f} GiB free"
+        ]
     return ProcessBudget(
         spec,
         context,
@@ -237,16 +369,46 @@ def size_process(spec: ProcessSpec, *, free_before_bytes: int | None = None) -> 
         in_budget and capacity is not None,
         kv if capacity is not None else 0,
         capacity,
-        StartupCheck(free_seen, requested, startup_ok, message),
-        post,
+        startup,
+        consts.post_profile_mib * MIB,
         tuple(errors),
+        others if spec.rules.kv_accounting == "global" else 0,
+        communication,
     )
 
 
-def _kv_pool(spec: ProcessSpec, kv: int) -> tuple[KvCapacity | None, list[str]]:
+def _not_enough_kv(spec: ProcessSpec, geometry: KvGeometry, needed: int, kv: int) -> str:
+    """`_check_enough_kv_cache_memory`'s first sentence, in the release's words and units."""
+    wording = spec.rules.kv_error_wording
+    model = "model's" if wording == "model_s" else "models's"
+    unit = "GB" if wording == "models_gb" else "GiB"
+    fit = max_model_len_for(
+        geometry,
+        kv,
+        max_num_batched_tokens=spec.limits.max_num_batched_tokens,
+        num_speculative_tokens=spec.num_speculative_tokens,
+        upper=spec.limits.max_model_len,
+        sliding_inflight_batches=spec.rules.sliding_inflight_batches,
+    )
+    # The estimate joins the text in 0.9.1 (0.8.4-0.9.0 build it but drop it: a stray f-string line).
+    with_estimate = fit and spec.rules.startup_check
+    estimate = (
+        f" Based on the available memory, the estimated maximum model length is {fit}."
+        if with_estimate
+        else ""
+    )
+    return (
+        f"ValueError: To serve at least one request with the {model} max seq len "
+        f"({spec.limits.max_model_len}), ({_gib(needed):.2f} {unit} KV cache is needed, which is larger than "
+        f"the available KV cache memory ({_gib(kv):.2f} {unit}).{estimate}"
+    )
+
+
+def _kv_pool(spec: ProcessSpec, kv: int, weights: int) -> tuple[KvCapacity | None, list[str]]:
     """Blocks and reported figures for a KV pool of `kv` bytes, and vLLM's errors when it cannot serve.
 
     Models without KV-cache layers skip this step in vLLM (`_initialize_kv_caches`): no pool, no errors.
+    Weights larger than the GPU fail while loading, before any KV arithmetic: that is the error then.
     """
     geometry = geometry_for(spec)
     if geometry is None:
@@ -260,7 +422,14 @@ def _kv_pool(spec: ProcessSpec, kv: int) -> tuple[KvCapacity | None, list[str]]:
         num_speculative_tokens=spec.num_speculative_tokens,
         tokens_from_concurrency=spec.rules.kv_tokens_from_concurrency,
         sliding_inflight_batches=spec.rules.sliding_inflight_batches,
+        concurrency_from_tokens=spec.rules.kv_concurrency_rule == "tokens_over_len",
     )
+    total = spec.gpu.cuda_total_bytes
+    if weights > total:
+        return capacity, [
+            f"weights {weights / GIB:.2f} GiB do not fit on a {total / GIB:.2f} GiB GPU "
+            f"({spec.gpu.name}{f', per rank at tensor parallel {spec.tensor_parallel_size}' if spec.tensor_parallel_size > 1 else ''})"
+        ]
     if kv <= 0:
         return capacity, [
             "ValueError: No available memory for the cache blocks. Try increasing "
@@ -276,9 +445,5 @@ def _kv_pool(spec: ProcessSpec, kv: int) -> tuple[KvCapacity | None, list[str]]:
         sliding_inflight_batches=spec.rules.sliding_inflight_batches,
     )
     if needed > kv:
-        return capacity, [
-            f"ValueError: To serve at least one request with the model's max seq len "
-            f"({limits.max_model_len}), ({_gib(needed)} GiB KV cache is needed, which is larger than the "
-            f"available KV cache memory ({_gib(kv)} GiB)."
-        ]
+        return capacity, [_not_enough_kv(spec, geometry, needed, kv)]
     return capacity, []

@@ -5,6 +5,10 @@ Utilizations are derived unless the config overrides them: the small servers get
 and the last server (the LLM) gets the most that still leaves the stated safety margin once every process,
 CUDA contexts and graphs outside vLLM's budget included, is resident. When CUDA graphs do not fit, capture
 sizes shrink, then the server falls back to eager mode, and the plan says so.
+
+Releases up to 0.9.0 budget globally: `total × util` caps everything on the GPU, the servers started before
+included, so a later server's utilization is cumulative (it must cover the earlier servers' memory too).
+Derived utilizations take that into account; an override that forgets it is refused with the value that works.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from math import ceil, floor
 
 from colo.catalog import MIB, GpuSpec
 from colo.errors import Problem
-from colo.plan.budget import ProcessBudget, ProcessSpec, geometry_for, size_process
+from colo.plan.budget import GRAPH_PROFILE_OOM, ProcessBudget, ProcessSpec, geometry_for, size_process
 from colo.plan.cudagraph import SMALL_CAPTURE_SIZES
 from colo.plan.kv_cache import kv_bytes_for_requests, max_model_len_for
 from colo.roles import Role
@@ -90,22 +94,32 @@ def _kv_target(spec: ProcessSpec, requests: float) -> int:
     )
 
 
-def _derive_small(spec: ProcessSpec, requests: float) -> ProcessSpec:
-    """Utilization that covers weights, activations, non-torch growth, in-budget graphs and the KV target."""
-    probe = size_process(replace(spec, gpu_memory_utilization=0.5))
+def _request_needed(probe: ProcessBudget, requests: float) -> int:
+    """Bytes `total × util` must cover for the KV pool to hold `requests`: weights, activations, non-torch
+    growth, in-budget graphs and the KV target; under global accounting also what the GPU already holds and
+    this process's context."""
+    spec = probe.spec
     need = probe.weights_bytes + probe.activation_bytes + probe.non_torch_bytes
     if probe.graph_estimate_in_budget:
         need += probe.graphs.bytes
     need += _kv_target(spec, requests)
+    if probe.global_accounting:
+        need += probe.others_bytes + probe.context_bytes
     if probe.capacity is None:  # encoder-only: util only gates the startup check
         need = probe.weights_bytes + probe.activation_bytes + probe.non_torch_bytes + probe.graphs.bytes
+    return need
+
+
+def _derive_small(spec: ProcessSpec, requests: float, free_before: int) -> ProcessSpec:
+    """Utilization that covers what `_request_needed` lists."""
+    probe = size_process(replace(spec, gpu_memory_utilization=0.5), free_before_bytes=free_before)
+    need = _request_needed(probe, requests)
     return replace(spec, gpu_memory_utilization=min(_util_up(need, spec.gpu.cuda_total_bytes), 0.99))
 
 
 def _resident_limit_util(b: ProcessBudget, free_before: int, margin: int) -> float:
     """The highest utilization whose process, context and out-of-budget graphs still leave `margin` free."""
-    outside = b.context_bytes + b.post_profile_bytes + (0 if b.graph_estimate_in_budget else b.graphs.bytes)
-    return _util_down(free_before - outside - margin, b.spec.gpu.cuda_total_bytes)
+    return _util_down(free_before - b.resident_beyond_request_bytes - margin, b.spec.gpu.cuda_total_bytes)
 
 
 def _derive_last(spec: ProcessSpec, free_before: int, margin: int) -> ProcessSpec:
@@ -144,7 +158,7 @@ def _size_one(request: ServerRequest, free_before: int, margin: int, last: bool)
             spec = (
                 _derive_last(spec, free_before, margin)
                 if last
-                else _derive_small(spec, request.target_requests)
+                else _derive_small(spec, request.target_requests, free_before)
             )
         tried.append((size_process(spec, free_before_bytes=free_before), decision))
     budget, decision = next(
@@ -178,6 +192,17 @@ def _explain(server: ServerPlan, free_before: int, margin: int) -> list[Problem]
                 f"margin) or drop the override so colo derives it]",
             )
         )
+    if not b.weights_fit:
+        return [*problems, _weights_problem(server)]
+    if b.errors and b.errors[0].startswith(GRAPH_PROFILE_OOM):
+        return [
+            *problems,
+            Problem(
+                path,
+                f"{b.errors[0]}; fixes: fewer cudagraphCaptureSizes (the temporary cache has as many blocks as the "
+                f"largest size), enforceEager: true, or a smaller maxModelLen",
+            ),
+        ]
     for error in b.errors:
         geometry = geometry_for(b.spec)
         hint = ""
@@ -196,8 +221,8 @@ def _explain(server: ServerPlan, free_before: int, margin: int) -> list[Problem]
                 f"{path}.maxModelLen",
                 f"{error} [weights {b.weights_bytes / gib:.2f} GiB, activations {b.activation_bytes / gib:.2f} GiB, "
                 f"CUDA graphs {b.graphs.bytes / gib:.2f} GiB leave {b.kv_bytes / gib:.2f} GiB of KV cache{hint}; "
-                f"fixes: lower maxModelLen, set kvCacheDtype: fp8, use a smaller or quantized model, or give this "
-                f"pair a larger GPU{_margin_fix(server, margin)}]",
+                f"fixes: {_cumulative_fix(server, free_before, margin)}lower maxModelLen, set kvCacheDtype: fp8, use "
+                f"a smaller or quantized model, or give this pair a larger GPU{_margin_fix(server, margin)}]",
             )
         )
     if b.startup.ok and not b.errors and b.footprint_bytes > free_before:
@@ -220,6 +245,30 @@ def _explain(server: ServerPlan, free_before: int, margin: int) -> list[Problem]
             )
         )
     return problems
+
+
+def _weights_problem(server: ServerPlan) -> Problem:
+    b = server.budget
+    return Problem(
+        f"{server.config_path}.model",
+        f"{b.errors[0]}: vLLM fails while loading them, before any KV cache is sized; fixes: a quantized "
+        f"checkpoint of the model, a smaller model, or a GPU with more memory",
+    )
+
+
+def _cumulative_fix(server: ServerPlan, free_before: int, margin: int) -> str:
+    """Under global accounting an overridden utilization must include what the earlier servers hold."""
+    b = server.budget
+    if not b.global_accounting or server.utilization_derived or b.others_bytes <= 0:
+        return ""
+    need = _util_up(_request_needed(b, 1.0), b.spec.gpu.cuda_total_bytes)
+    limit = _resident_limit_util(b, free_before, margin)
+    return (
+        f"vLLM {b.spec.vllm_version} budgets the whole GPU (gpu_memory_utilization caps every process on it, "
+        f"and the servers started before this one hold {b.others_bytes / 1024**3:.2f} GiB), so this server's "
+        f"utilization is cumulative: set it to at least {need:.3f} (at most {limit:.3f} leaves the margin) or "
+        f"drop the override so colo derives it; or "
+    )
 
 
 def _margin_fix(server: ServerPlan, margin: int) -> str:

@@ -18,7 +18,12 @@ SMALL_CAPTURE_SIZES = (1, 2, 4, 8)  # the field report's attempt: four sizes ins
 def default_capture_sizes(
     rules: VllmRules, *, max_num_seqs: int, max_num_batched_tokens: int, num_speculative_tokens: int = 0
 ) -> list[int]:
-    """`VllmConfig._set_cudagraph_sizes` (0.12+) / `SchedulerConfig.cuda_graph_sizes` (<= 0.11)."""
+    """`VllmConfig._set_cudagraph_sizes` (0.12+) / `SchedulerConfig.cuda_graph_sizes` (<= 0.11).
+
+    Up to 0.9.2 the list is fixed, [1, 2, 4] + every multiple of 8 to 512, whatever max_num_seqs is
+    (`vllm 0.8.0 config.py::VllmConfig._set_cudagraph_sizes`; 0.9.x `cuda_graph_sizes` defaults to [512])."""
+    if rules.capture_rule == "fixed512":
+        return [s for s in (1, 2, 4, *range(8, 513, 8)) if s <= max_num_batched_tokens]
     query_len = 1 + num_speculative_tokens
     top = 2 * max_num_seqs * (query_len if rules.capture_spec_multiplier else 1)
     top = min(top, 512)

@@ -25,7 +25,7 @@ def resolve_limits(
     max_num_seqs: int | None,
     max_num_batched_tokens: int | None,
 ) -> EngineLimits:
-    model_len = max_model_len or arch.max_position_embeddings
+    model_len = max_model_len or int(arch.max_model_len_limit)  # vLLM's default: the derived length
     # vLLM matches the device name CUDA reports ("NVIDIA A100-SXM4-80GB"); a GPU given by memory has its label.
     defaults = rules.batch_defaults(gpu.device_name or gpu.name, gpu.cuda_total_bytes)
     seqs = max_num_seqs or defaults.max_num_seqs
@@ -37,4 +37,6 @@ def resolve_limits(
         tokens = model_len
     else:
         tokens = defaults.max_num_batched_tokens
+    if max_num_seqs is None and rules.max_num_seqs_capped_by_batched_tokens:
+        seqs = min(seqs, tokens)  # vllm 0.10.1 engine/arg_utils.py::_set_default_args_v1
     return EngineLimits(model_len, seqs, tokens)

@@ -6,6 +6,7 @@ exactly what a user would be told. Whatever colo cannot size is refused with the
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from colo.catalog.vllm_rules import VllmRules, first_release_where, rules_for
 from colo.config.estimate import EstimateArguments
 from colo.plan.budget import ProcessBudget, ProcessSpec, size_process
 from colo.plan.engine_limits import resolve_limits
+from colo.plan.refusals import ServerSettings, vllm_refusals
 from colo.plan.report import budget_view, gpu_view
 
 
@@ -74,6 +76,25 @@ def _rules(args: EstimateArguments) -> VllmRules:
     return rules
 
 
+def _refuse_what_vllm_refuses(args: EstimateArguments, spec: ProcessSpec) -> None:
+    """A V0 fallback, a context past the model's, a TP size that does not split the heads, an unknown flag."""
+    settings = ServerSettings(
+        version=args.vllm_version,
+        pooling=spec.pooling,
+        kv_cache_dtype=spec.kv_cache_dtype,
+        speculative_method=spec.speculative_method,
+        max_model_len=args.max_model_len,
+        tensor_parallel_size=args.tensor_parallel_size,
+        allow_long_max_model_len=args.allow_long_max_model_len,
+        language_model_only=args.language_model_only,
+        skip_mm_profiling=args.skip_mm_profiling,
+    )
+    refusals = vllm_refusals(spec.rules, spec.arch, spec.gpu, settings)
+    if refusals:
+        key = refusals[0].key.replace(".", "_")
+        raise EstimateRefused(re.sub(r"[A-Z]", lambda m: "_" + m.group(0).lower(), key), refusals[0].message)
+
+
 def estimate(args: EstimateArguments, *, kv_pool_bytes: int | None = None) -> Estimate:
     """Size the process as vLLM would. `kv_pool_bytes` fixes the KV pool whatever the release, for
     comparisons "given the pool" (the user's way is --kv-cache-memory-bytes, where the release has it)."""
@@ -111,7 +132,12 @@ def estimate(args: EstimateArguments, *, kv_pool_bytes: int | None = None) -> Es
         gpu_memory_utilization=args.gpu_memory_utilization,
         kv_cache_memory_bytes=kv_pool_bytes if kv_pool_bytes is not None else args.kv_cache_memory_bytes,
         tensor_parallel_size=args.tensor_parallel_size,
+        language_model_only=args.language_model_only,
+        mm_limits=tuple(sorted((args.limit_mm_per_prompt or {}).items())),
+        skip_mm_profiling=args.skip_mm_profiling,
+        flashinfer_installed=not args.without_flashinfer,
     )
+    _refuse_what_vllm_refuses(args, spec)
     free = None if args.free_memory_gib is None else round(args.free_memory_gib * GIB)
     return Estimate(arch, gpu_spec, rules, size_process(spec, free_before_bytes=free))
 

@@ -66,6 +66,11 @@ DERIVED: dict[str, str] = {
     "--max-seq-len-to-capture": "which changes the CUDA graphs vLLM captures: use `cudagraphCaptureSizes` or "
     "`enforceEager`",
     "--speculative-config": "which colo writes from the stack: use `speculative`",
+    "--language-model-only": "which colo sets from the stack: use `languageModelOnly`",
+    "--no-language-model-only": "which colo sets from the stack: use `languageModelOnly`",
+    "--limit-mm-per-prompt": "which colo sizes the vision profile for: use `limitMmPerPrompt`",
+    "--skip-mm-profiling": "which colo sets from the stack: use `skipMmProfiling`",
+    "--no-skip-mm-profiling": "which colo sets from the stack: use `skipMmProfiling`",
     "--tensor-parallel-size": "but colo plans every server on one GPU (tensor parallel size 1)",
     "--pipeline-parallel-size": "but colo plans every server on one GPU (pipeline parallel size 1)",
     "--data-parallel-size": "but colo plans every server on one GPU (data parallel size 1)",

@@ -4,6 +4,13 @@ Mirrors `vllm/v1/kv_cache_interface.py` (page sizes per spec), `_get_kv_cache_gr
 (grouping of hybrid models), `HybridAttentionMambaModelConfig` (attention block size raised so a Mamba/GDN
 state fits one page) and `get_kv_cache_config_from_groups` / `get_max_concurrency_for_kv_cache_config`
 (blocks, reported token count and concurrency).
+
+Geometry is per tensor-parallel rank: every attention layer holds `max(1, kv_heads // tp)` KV heads (the
+heads are replicated when there are fewer than ranks) and Gated DeltaNet states are split over the ranks,
+while an MLA latent is stored whole on every rank (`vllm 0.8.0 config.py::ModelConfig.get_num_kv_heads` ..
+`vllm 0.33.0 config/model.py::ModelConfig.get_num_kv_heads`; `vllm 0.20.0 model_executor/layers/mamba/
+mamba_utils.py::MambaStateShapeCalculator.gated_delta_net_state_shape`). The release decides how sliding-window
+layers get a spec, how hybrid layers are grouped and how much a recurrent state counts per request.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ from dataclasses import dataclass
 from math import ceil
 
 from colo.catalog.architecture import ModelArchitecture
+from colo.catalog.vllm_rules import VllmRules
 
 DEFAULT_BLOCK_SIZE = 16
 # Bytes of one cached K or V element per `--kv-cache-dtype` (`vllm 0.33.0 utils/torch_utils.py::
@@ -52,6 +60,10 @@ class LayerBucket:
 class KvGeometry:
     buckets: tuple[LayerBucket, ...]
     group_size: int
+    # MambaSpec.max_memory_usage_bytes of the release: one page (<= 0.11.0), a max_model_len's worth of
+    # blocks (0.11.1-0.14), one page plus one per speculative token (0.16-0.25), two pages plus one per
+    # speculative token (0.26+, where prefix caching is on for hybrids and the mode is "align").
+    state_blocks: str = "one_plus_spec"
 
     @property
     def bytes_per_block(self) -> int:
@@ -84,14 +96,72 @@ def kv_dtype_bytes(arch: ModelArchitecture, kv_cache_dtype: str) -> int:
     return KV_DTYPE_BYTES[kv_cache_dtype]
 
 
-def _gdn_state_bytes(arch: ModelArchitecture, num_speculative_tokens: int) -> int:
-    """`MambaStateShapeCalculator.gated_delta_net_state_shape`: conv state + SSM state, per layer."""
+def kv_heads_per_rank(kv_heads: int, tp: int) -> int:
+    """`ModelConfig.get_num_kv_heads`: heads are split over the ranks, and replicated below one per rank."""
+    return max(1, kv_heads // tp)
+
+
+def _gdn_state_bytes(arch: ModelArchitecture, num_speculative_tokens: int, tp: int) -> int:
+    """`MambaStateShapeCalculator.gated_delta_net_state_shape`: conv state + SSM state, per layer and rank
+    (both `divide(..., tp_world_size)`)."""
     g = arch.gdn
     assert g is not None
     conv_dim = g.key_head_dim * g.num_key_heads * 2 + g.value_head_dim * g.num_value_heads
-    conv = (g.conv_kernel - 1 + num_speculative_tokens) * conv_dim * arch.dtype_bytes
-    ssm = g.num_value_heads * g.key_head_dim * g.value_head_dim * g.ssm_dtype_bytes
+    conv = (g.conv_kernel - 1 + num_speculative_tokens) * (conv_dim // tp) * arch.dtype_bytes
+    ssm = (g.num_value_heads // tp) * g.key_head_dim * g.value_head_dim * g.ssm_dtype_bytes
     return conv + ssm
+
+
+def hybrid_group_size(sizes: list[int], ratio: float) -> int:
+    """`_get_kv_cache_groups_uniform_page_size`: the fewest layers of a kind, or the most when that is less
+    than `ratio` times the fewest (0.12+: 1.25, 0.18+: 1.5; 0 = always the fewest, <= 0.11)."""
+    smallest, largest = min(sizes), max(sizes)
+    return largest if ratio and largest < ratio * smallest else smallest
+
+
+@dataclass(frozen=True)
+class _AttentionPages:
+    """Per-token page bytes of one rank and the layer counts they apply to, after the release's sliding rule."""
+
+    local_token: int
+    full_token: int
+    full_layers: int
+    sliding_layers: int
+
+
+def _attention_pages(
+    arch: ModelArchitecture, s: int, tp: int, sliding_rule: str, extra_full: int
+) -> _AttentionPages:
+    local_token = 2 * kv_heads_per_rank(arch.num_kv_heads, tp) * arch.head_dim * s
+    global_heads = kv_heads_per_rank(arch.global_num_kv_heads or arch.num_kv_heads, tp)
+    # Gemma 4's global layers share one projection for K and V (attention_k_eq_v); colo still counts a K and
+    # a V page, as the attention spec's page size does, which errs on the side of a smaller pool.
+    global_token = 2 * global_heads * (arch.global_head_dim or arch.head_dim) * s
+    sliding = arch.sliding_attention_layers
+    full = arch.full_attention_layers + extra_full
+    if sliding and (sliding_rule == "full" or (sliding_rule == "uniform_only" and full)):
+        # Before hybrid groups (0.9.1) a sliding layer is cached like a full one: always up to 0.8.2, and
+        # from 0.8.3 whenever not every layer slides (unify_hybrid_kv_cache_specs).
+        return _AttentionPages(local_token, max(local_token, global_token), full + sliding, 0)
+    return _AttentionPages(local_token, global_token if sliding else local_token, full, sliding)
+
+
+def _attention_buckets(arch: ModelArchitecture, pages: _AttentionPages, block: int) -> list[LayerBucket]:
+    """`unify_kv_cache_spec_page_size`: every group must have the same page, so a spec with a smaller
+    per-token page gets proportionally more tokens per block."""
+    full, local = pages.full_token, pages.local_token
+    largest = max(full if pages.full_layers else 0, local if pages.sliding_layers else 0)
+    buckets = []
+    if pages.full_layers:
+        buckets.append(LayerBucket("full", pages.full_layers, largest * block, block * largest // full))
+    if pages.sliding_layers:
+        window = arch.sliding_window
+        buckets.append(
+            LayerBucket("sliding", pages.sliding_layers, largest * block, block * largest // local, window)
+        )
+    if arch.linear_attention_layers:
+        buckets.append(LayerBucket("linear", arch.linear_attention_layers, largest * block, 0))
+    return buckets
 
 
 def kv_geometry(
@@ -100,63 +170,34 @@ def kv_geometry(
     *,
     num_speculative_tokens: int = 0,
     mtp_draft_layers: int = 0,
+    tensor_parallel_size: int = 1,
+    rules: VllmRules | None = None,
 ) -> KvGeometry | None:
-    """The layer buckets of one model; None for models without a KV cache (encoder-only)."""
+    """The layer buckets of one model on one tensor-parallel rank; None for models without a KV cache
+    (encoder-only). Without `rules`, the newest releases' grouping applies."""
     if arch.encoder_only:
         return None
+    tp = tensor_parallel_size
+    state_blocks = rules.mamba_blocks_per_request if rules else "one_plus_spec"
     s = kv_dtype_bytes(arch, kv_cache_dtype)
-    buckets: list[LayerBucket] = []
-    if arch.mla is not None:
+    if arch.mla is not None:  # one latent "head", stored whole on every rank
         per_token = (arch.mla.kv_lora_rank + arch.mla.qk_rope_head_dim) * s
-        buckets.append(
-            LayerBucket(
-                "mla", arch.num_layers + mtp_draft_layers, per_token * DEFAULT_BLOCK_SIZE, DEFAULT_BLOCK_SIZE
-            )
-        )
-        return KvGeometry(tuple(buckets), arch.num_layers + mtp_draft_layers)
+        layers = arch.num_layers + mtp_draft_layers
+        mla = LayerBucket("mla", layers, per_token * DEFAULT_BLOCK_SIZE, DEFAULT_BLOCK_SIZE)
+        return KvGeometry((mla,), layers, state_blocks)
 
-    local_token = 2 * arch.num_kv_heads * arch.head_dim * s
-    global_heads = arch.global_num_kv_heads or arch.num_kv_heads
-    global_dim = arch.global_head_dim or arch.head_dim
-    # Gemma 4's global layers share one projection for K and V (attention_k_eq_v); colo still counts a K and
-    # a V page, as the attention spec's page size does, which errs on the side of a smaller pool.
-    global_token = 2 * global_heads * global_dim * s
-    full_token = global_token if arch.sliding_attention_layers else local_token
-    full_layers = arch.full_attention_layers + mtp_draft_layers
-
+    pages = _attention_pages(arch, s, tp, rules.sliding_window_kv if rules else "hybrid", mtp_draft_layers)
     block = DEFAULT_BLOCK_SIZE
     if arch.linear_attention_layers:
         # HybridAttentionMambaModelConfig: the attention block grows (in steps of 16 tokens) until one
-        # attention page is at least one GDN state; the state is then padded up to that page.
-        state_bytes = _gdn_state_bytes(arch, num_speculative_tokens)
-        block = DEFAULT_BLOCK_SIZE * _cdiv(state_bytes, DEFAULT_BLOCK_SIZE * full_token)
-
-    # `unify_kv_cache_spec_page_size`: every group must have the same page, so a spec with a smaller
-    # per-token page gets proportionally more tokens per block.
-    token_pages = {
-        "full": full_token if full_layers else 0,
-        "sliding": local_token if arch.sliding_attention_layers else 0,
-    }
-    largest = max(token_pages.values())
-    if full_layers:
-        buckets.append(LayerBucket("full", full_layers, largest * block, block * largest // full_token))
-    if arch.sliding_attention_layers:
-        buckets.append(
-            LayerBucket(
-                "sliding",
-                arch.sliding_attention_layers,
-                largest * block,
-                block * largest // local_token,
-                arch.sliding_window,
-            )
-        )
-    if arch.linear_attention_layers:
-        buckets.append(LayerBucket("linear", arch.linear_attention_layers, largest * block, 0))
-
+        # attention page is at least one GDN state; the state is then padded up to that page. Both pages are
+        # per rank, so kv heads replicated over the ranks shrink the block.
+        state_bytes = _gdn_state_bytes(arch, num_speculative_tokens, tp)
+        block = DEFAULT_BLOCK_SIZE * _cdiv(state_bytes, DEFAULT_BLOCK_SIZE * pages.full_token)
+    buckets = _attention_buckets(arch, pages, block)
     sizes = [b.layers for b in buckets]
-    smallest, largest = min(sizes), max(sizes)
-    group_size = largest if largest < 1.5 * smallest else smallest
-    return KvGeometry(tuple(buckets), group_size)
+    group_size = hybrid_group_size(sizes, rules.hybrid_group_size_ratio if rules else 1.5)
+    return KvGeometry(tuple(buckets), group_size, state_blocks)
 
 
 def blocks_per_request(
@@ -177,7 +218,13 @@ def blocks_per_request(
             inflight = sliding_inflight_batches * max_num_batched_tokens
             tokens = min(bucket.window - 1 + inflight, max_model_len)
             per_group = _cdiv(tokens, bucket.block_tokens) + 1
-        else:  # a recurrent state: one block, plus one per speculative token
+        elif geometry.state_blocks == "one_page":  # a recurrent state
+            per_group = 1
+        elif geometry.state_blocks == "max_model_len":  # 0.11.1-0.14: counted like a full-attention layer
+            per_group = _cdiv(max_model_len, geometry.block_tokens)
+        elif geometry.state_blocks == "two_plus_spec":  # mamba_cache_mode "align" (prefix caching on, 0.26+)
+            per_group = 2 + num_speculative_tokens
+        else:  # one block, plus one per speculative token
             per_group = 1 + num_speculative_tokens
         total += groups * per_group
     return total
@@ -201,14 +248,21 @@ def kv_capacity(
     num_speculative_tokens: int,
     tokens_from_concurrency: bool,
     sliding_inflight_batches: int = 1,
+    concurrency_from_tokens: bool = False,
 ) -> KvCapacity:
-    """Blocks from bytes, then the two figures vLLM logs: `GPU KV cache size` and `Maximum concurrency`."""
+    """Blocks from bytes, then the two figures vLLM logs: `GPU KV cache size` and `Maximum concurrency`.
+
+    `concurrency_from_tokens`: releases up to 0.9.0 report tokens / max_model_len
+    (`vllm 0.8.0 v1/core/kv_cache_utils.py::_get_kv_cache_config_uniform_type`)."""
     per_block = geometry.bytes_per_block
     num_blocks = max(0, kv_bytes // per_block)
     per_request = blocks_per_request(
         geometry, max_model_len, max_num_batched_tokens, num_speculative_tokens, sliding_inflight_batches
     )
     concurrency = num_blocks / per_request if per_request else 0.0
+    if concurrency_from_tokens:
+        tokens = num_blocks * geometry.block_tokens
+        return KvCapacity(num_blocks, tokens, tokens / max_model_len, per_block, per_request)
     if tokens_from_concurrency:
         tokens = int(concurrency * max_model_len)
     else:

@@ -1,8 +1,9 @@
 """One pair's plan: its servers checked, sized together on one GPU, given their flags and probe budgets.
 
 `plan_pair` runs the steps in order, each a function of its own: validate (release and architecture of
-every server) -> size (the servers on their GPU, in start order) -> args (`vllm serve` flags) -> probes
-(startup budgets) -> assemble (the PairPlan, with its weight syncs).
+every server) -> refusals (what vLLM refuses before sizing: V0 engine, context, TP) -> size (the servers on their GPU, in
+start order) -> args (`vllm serve` flags) -> probes (startup budgets) -> assemble (the PairPlan, with its
+weight syncs).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from colo.plan.engine_limits import resolve_limits
 from colo.plan.model_volume import weights_dir
 from colo.plan.placement import Placement
 from colo.plan.probes import IMAGE_PULL_S, ProbeBudget, startup_budget
+from colo.plan.refusals import ALLOW_LONG_ENV, ServerSettings, vllm_refusals
 from colo.plan.vllm_args import vllm_arguments
 from colo.plan.weight_sync_step import WeightSyncStep, weight_sync_step
 from colo.roles import ROLES, Role
@@ -46,6 +48,7 @@ class Server:
     memory: str
     weights_uri: str | None
     memory_plan: ServerPlan
+    env: tuple[tuple[str, str], ...] = ()  # environment variables the server's vLLM reads
 
     @property
     def accepts_gpu_uuid(self) -> bool:
@@ -166,6 +169,40 @@ def validate_pair(
     return checked, problems
 
 
+def refusal_problems(checked: list[CheckedServer], gpu_spec: GpuSpec) -> list[Problem]:
+    """What vLLM refuses before sizing anything: a V0 engine, a context past the model's, a bad TP size."""
+    problems = []
+    for server in checked:
+        spec = server.spec
+        settings = ServerSettings(
+            version=spec.vllm.version,
+            pooling=ROLES[server.role].pooling,
+            kv_cache_dtype=spec.kv_cache_dtype,
+            speculative_method=spec.speculative.method if spec.speculative else None,
+            max_model_len=spec.max_model_len,
+            allow_long_max_model_len=spec.allow_long_max_model_len,
+            language_model_only=spec.language_model_only,
+            skip_mm_profiling=spec.skip_mm_profiling,
+        )
+        for refusal in vllm_refusals(server.rules, server.arch, gpu_spec, settings):
+            problems.append(Problem(f"{server.path}.{refusal.key}", refusal.message))
+        try:  # the GPU may lack what the checkpoint's method needs (FP8 below 8.0, say)
+            resolve_architecture(
+                server.arch,
+                spec.quantization,
+                vllm_version=spec.vllm.version,
+                capability=gpu_spec.compute_capability,
+            )
+        except QuantizationRefused as exc:
+            problems.append(Problem(f"{server.path}.quantization", str(exc)))
+    return problems
+
+
+def vllm_env(checked: CheckedServer) -> tuple[tuple[str, str], ...]:
+    """Environment variables vLLM reads instead of flags."""
+    return ((ALLOW_LONG_ENV, "1"),) if checked.spec.allow_long_max_model_len else ()
+
+
 def process_spec(checked: CheckedServer, gpu_spec: GpuSpec, budget: Budget) -> ProcessSpec:
     """The engine limits vLLM will run with: the server's own, else the budget's for the small servers,
     else vLLM's defaults."""
@@ -198,6 +235,9 @@ def process_spec(checked: CheckedServer, gpu_spec: GpuSpec, budget: Budget) -> P
         speculative_method=speculative.method if speculative else None,
         gpu_memory_utilization=server.gpu_memory_utilization,
         kv_cache_memory_bytes=server.kv_cache_memory_bytes,
+        language_model_only=server.language_model_only,
+        mm_limits=tuple(sorted((server.limit_mm_per_prompt or {}).items())),
+        skip_mm_profiling=server.skip_mm_profiling,
     )
 
 
@@ -277,6 +317,7 @@ def assemble_pair(
             ready.spec.memory or ROLES[ready.role].memory,
             ready.spec.weights_uri,
             memory_plan,
+            vllm_env(ready),
         )
         for ready, memory_plan, server_args, probe in zip(
             checked, gpu_plan.servers, args, probes, strict=True
@@ -298,6 +339,7 @@ def plan_pair(
 ) -> tuple[PairPlan | None, list[Problem]]:
     """The pair's plan and its problems; None when a server could not be sized at all."""
     checked, problems = validate_pair(pair, index, s3_profile)
+    problems += refusal_problems(checked, gpu_spec)
     if problems:
         return None, problems
     gpu_plan = size_pair(checked, gpu_spec, config.budget)

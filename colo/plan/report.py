@@ -30,6 +30,13 @@ def budget_view(b: ProcessBudget) -> dict[str, Any]:
         "weights_gib": _gib(b.weights_bytes),
         "activation_peak_gib": _gib(b.activation_bytes),
         "non_torch_gib": _gib(b.non_torch_bytes),
+        "tensor_parallel_size": spec.tensor_parallel_size,
+        "tp_communication_gib": {
+            "before_snapshot": _gib(b.communication.before_snapshot),
+            "in_budget": _gib(b.communication.in_budget),
+        },
+        "vision_tower_built": spec.vision_tower_built,
+        "mm_encoder_profiled": spec.mm_encoder_profiled,
         "cuda_graph_gib": _gib(b.graphs.bytes),
         "cuda_graphs": b.graphs.count,
         "cuda_graph_in_budget": b.graph_estimate_in_budget,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from colo.plan.budget import ProcessBudget, capture_sizes_for
+from colo.plan.budget import ProcessBudget, ProcessSpec, capture_sizes_for
 from colo.roles import ROLES, Role
 
 
@@ -45,19 +45,9 @@ def vllm_arguments(
         args += ["--kv-cache-memory-bytes", str(spec.kv_cache_memory_bytes)]
     if spec.kv_cache_dtype != "auto":
         args += ["--kv-cache-dtype", spec.kv_cache_dtype]
-    if spec.pooling:
-        # `--task embed` was removed in 0.13; `--runner pooling` exists since 0.10.1.1.
-        args += ["--runner", "pooling"]
-        if role_spec.convert is not None:
-            args += ["--convert", role_spec.convert]
-    if spec.enforce_eager:
-        args.append("--enforce-eager")
-    elif spec.capture_sizes is not None:
-        sizes = capture_sizes_for(spec)
-        args += [
-            "--compilation-config",
-            json.dumps({"cudagraph_capture_sizes": sizes}, separators=(",", ":")),
-        ]
+    args += _runner_args(spec, role)
+    args += _graph_args(spec)
+    args += _multimodal_args(spec)
     if spec.speculative_method is not None:
         speculative = {
             "method": spec.speculative_method,
@@ -67,3 +57,36 @@ def vllm_arguments(
     if role_spec.pooling:  # per-interval throughput logs of an embedding server are noise
         args.append("--disable-log-stats")
     return args + list(extra_args)
+
+
+def _runner_args(spec: ProcessSpec, role: Role) -> list[str]:
+    """How the release names a pooling server: --task before 0.10.1, --runner (and --convert) after."""
+    role_spec = ROLES[role]
+    if not spec.pooling:
+        return []
+    if spec.rules.pooling_flag == "task":
+        # before 0.10.1 there is no --runner (vllm 0.10.0 engine/arg_utils.py: only --task)
+        return ["--task", "embed" if role_spec.convert is None else "score"]  # a classifier scores
+    # `--task embed` was removed in 0.13; `--runner pooling` exists since 0.10.1.
+    args = ["--runner", "pooling"]
+    if role_spec.convert is not None:
+        args += ["--convert", role_spec.convert]
+    return args
+
+
+def _graph_args(spec: ProcessSpec) -> list[str]:
+    if spec.enforce_eager:
+        return ["--enforce-eager"]
+    if spec.capture_sizes is not None:
+        sizes = capture_sizes_for(spec)
+        return ["--compilation-config", json.dumps({"cudagraph_capture_sizes": sizes}, separators=(",", ":"))]
+    return []
+
+
+def _multimodal_args(spec: ProcessSpec) -> list[str]:
+    args = ["--language-model-only"] if spec.language_model_only else []
+    if spec.mm_limits:
+        args += ["--limit-mm-per-prompt", json.dumps(dict(spec.mm_limits), separators=(",", ":"))]
+    if spec.skip_mm_profiling:
+        args.append("--skip-mm-profiling")
+    return args

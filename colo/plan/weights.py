@@ -15,7 +15,7 @@ each rank.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from colo.catalog import GpuSpec
 from colo.catalog.architecture import ModelArchitecture
@@ -235,15 +235,39 @@ def estimate_weights(
     *,
     pooling: bool = False,
     load_mtp: bool = False,
+    load_vision: bool = True,
     tensor_parallel_size: int = 1,
     gpu: GpuSpec | None = None,
     vllm_version: str | None = None,
 ) -> WeightEstimate:
     """Bytes on one of `tensor_parallel_size` ranks after loading, for `vllm_version` (None: the newest colo
-    knows) on `gpu` (None: one with native FP8). Rotary caches are included; transient load-time copies are not."""
+    knows) on `gpu` (None: one with native FP8). Rotary caches are included; transient load-time copies are not.
+    `load_vision` False: the vision tower is not built (--language-model-only, or no image or video allowed)."""
     resolved = resolved_for(arch, gpu, vllm_version)
     capability = gpu.compute_capability if gpu else (9, 0)
     layout = Layout(resolved.method, resolved.release, capability[0] * 10 + capability[1], arch.dtype_bytes)
+    if load_vision or not arch.vision_parameters:
+        return _loaded_weights(arch, resolved, layout, tensor_parallel_size, 0, pooling, load_mtp)
+    # The tower's file bytes are read but never loaded: by part where headers were read, else by geometry.
+    text_only = replace(arch, vision_parameters=0)
+    flags = {"pooling": pooling, "load_mtp": load_mtp}
+    tower = arch.checkpoint_bytes_by_part.get("vision")
+    if tower is None:
+        tower = sum(_geometry_bytes(arch, resolved, layout, 1, **flags).checkpoint.values()) - sum(
+            _geometry_bytes(text_only, resolved, layout, 1, **flags).checkpoint.values()
+        )
+    return _loaded_weights(text_only, resolved, layout, tensor_parallel_size, tower, pooling, load_mtp)
+
+
+def _loaded_weights(
+    arch: ModelArchitecture,
+    resolved: ResolvedQuantization,
+    layout: Layout,
+    tensor_parallel_size: int,
+    unloaded_file_bytes: int,
+    pooling: bool,
+    load_mtp: bool,
+) -> WeightEstimate:
     flags = {"pooling": pooling, "load_mtp": load_mtp}
     tally = _geometry_bytes(arch, resolved, layout, tensor_parallel_size, **flags)
     rotary_dim = arch.rotary_dim or arch.head_dim
@@ -254,7 +278,11 @@ def estimate_weights(
     if arch.checkpoint_bytes is None:
         return WeightEstimate(rank_bytes, parameters, "geometry", detail, resolved.method)
     # Exact file bytes: what the geometry did not foresee in the file is spread over the ranks like the rest.
-    loaded = arch.checkpoint_bytes - _skipped_checkpoint_parts(arch, resolved, layout, **flags)
+    loaded = (
+        arch.checkpoint_bytes
+        - unloaded_file_bytes
+        - _skipped_checkpoint_parts(arch, resolved, layout, **flags)
+    )
     unexplained = loaded - sum(tally.checkpoint.values())
     whole = tally if tensor_parallel_size == 1 else _geometry_bytes(arch, resolved, layout, 1, **flags)
     detail["checkpoint_residual"] = unexplained * rank_bytes // (sum(whole.gpu.values()) + rotary)

@@ -130,5 +130,18 @@ def test_an_unnamed_gpu_with_a_printed_total_is_sized_by_its_memory() -> None:
 
 def test_the_catalogs_informed_by_lists_are_what_the_bench_keeps_apart() -> None:
     informed = informed_ids()
-    assert "llmd_h100_llama31_8b_16k" in informed  # vllm_rules.yaml constants
+    assert "tokenkaki_a100_40g_qwen3_8b_0191" in informed  # vllm_rules.yaml constants
     assert "v1_gemma3_4b_b200_pr21489" in informed  # gpus.yaml
+
+
+def test_a_failure_that_is_no_memory_verdict_is_left_out_of_the_verdicts() -> None:
+    hang = _log(
+        "hang",
+        available_kv_cache_gib=None,
+        kv_cache_tokens=None,
+        max_concurrency=None,
+        startup_error="hang during torch.compile (no error text)",
+    )
+    outcome = run([hang])
+    assert outcome.verdicts == []
+    assert [c.entry_id for c in outcome.comparisons["weights"]] == ["hang"]  # its weights still count

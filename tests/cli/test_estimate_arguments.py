@@ -148,3 +148,16 @@ def test_every_flag_estimate_takes_is_validated_by_the_arguments_model() -> None
     add_arguments(parser)
     dests = {action.dest for action in parser._actions} - {"help", "json"}
     assert dests <= set(EstimateArguments.model_fields), dests - set(EstimateArguments.model_fields)
+
+
+def test_without_flashinfer_the_dummy_sampler_sorts_and_the_kv_pool_shrinks(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """vLLM 0.9.2's pip wheel does not require FlashInfer; without it top-k/top-p sorts [rows, vocab] logits."""
+    flags = ["estimate", "--model", "Qwen/Qwen3-8B", "--gpu", "A100-40GB", "--vllm-version", "0.9.2"]
+    assert main(flags) == 0
+    image = json.loads(capsys.readouterr().out)
+    assert main([*flags, "--without-flashinfer"]) == 0
+    pip = json.loads(capsys.readouterr().out)
+    assert pip["activation_peak_gib"] > image["activation_peak_gib"]
+    assert pip["kv_cache_gib"] < image["kv_cache_gib"]

@@ -120,7 +120,7 @@ def test_a_name_colo_cannot_plan_for_exits_2_as_an_invalid_config(
             node = node[int(part)] if part.isdigit() else node[part]
         node[last] = value
         if last == "kvCacheMemoryBytes":
-            node["vllm"] = {"version": "0.10.2"}
+            node["vllm"] = {"version": "0.10.1.1"}
 
     out = ["--out", str(tmp_path / "out")] if command == "render" else []
     assert main([command, "--config", str(_stack_file(tmp_path, change)), *out]) == 2, what

@@ -11,7 +11,7 @@ from colo.config import StackConfig, parse_stack_config
 from colo.stackfiles import load_stack
 
 FIELD_REPORT_VLLM = (
-    "0.20.2"  # see README "Which vLLM the field report ran": default util 0.92, old token formula
+    "0.20.0"  # see README "Which vLLM the field report ran": default util 0.92, old token formula
 )
 
 

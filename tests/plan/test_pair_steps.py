@@ -18,7 +18,7 @@ def _dev(**llm: object) -> dict[str, object]:
 
 def test_validation_reports_every_server_before_anything_is_sized() -> None:
     raw = _dev(model="example/unknown-model")
-    raw["pairs"][0]["embedding"]["vllm"] = {"version": "0.9.2"}
+    raw["pairs"][0]["embedding"]["vllm"] = {"version": "0.7.3"}  # before the mirrored releases
     # the schema alone: parse_stack_config would refuse both names before any planning
     config = StackConfig.model_validate(raw)
     checked, problems = validate_pair(config.pairs[0], 0, None)

@@ -1,0 +1,141 @@
+"""What vLLM refuses before it sizes anything, in its own words: an engine colo does not mirror, a context
+longer than the model's, a tensor-parallel size that does not split the heads.
+
+Each refusal names the config key it belongs to (the stack's camelCase name), so `colo plan` and
+`colo estimate` can point at the setting to change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from colo.catalog import GpuSpec
+from colo.catalog.architecture import ModelArchitecture
+from colo.catalog.vllm_rules import VllmRules, first_release_where
+from colo.plan.engine_select import v0_fallback_features, v0_fallback_message
+
+ALLOW_LONG_ENV = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    key: str  # camelCase config key: "vllm.version", "maxModelLen", "tensorParallelSize"
+    message: str
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """The settings these checks read, as the stack or `colo estimate` gives them."""
+
+    version: str
+    pooling: bool
+    kv_cache_dtype: str = "auto"
+    speculative_method: str | None = None
+    max_model_len: int | None = None  # only an explicit value can exceed the model's
+    tensor_parallel_size: int = 1
+    allow_long_max_model_len: bool = False  # the stack sets VLLM_ALLOW_LONG_MAX_MODEL_LEN=1
+    language_model_only: bool = False
+    skip_mm_profiling: bool = False
+
+
+def max_model_len_refusal(
+    rules: VllmRules, arch: ModelArchitecture, settings: ServerSettings
+) -> Refusal | None:
+    """`_get_and_verify_max_len` (vllm 0.8.0 config.py .. 0.33.0 config/model.py): a user max_model_len above
+    the derived one is refused unless the config's model_max_length allows it or the override is set."""
+    wanted = settings.max_model_len
+    limit = arch.max_model_len_limit  # an int, or a float after a RoPE factor (vLLM prints 131072.0)
+    if wanted is None or wanted <= limit or settings.allow_long_max_model_len:
+        return None
+    if arch.model_max_length is not None and wanted <= arch.model_max_length:
+        return None
+    msg = (
+        f"User-specified max_model_len ({wanted}) is greater than the derived max_model_len "
+        f"({arch.max_model_len_key}={limit} or model_max_length={arch.model_max_length} in model's "
+        f"config.json)."
+    )
+    if rules.max_model_len_error == "0.8.0":
+        text = (
+            f"{msg} This may lead to incorrect model outputs or CUDA errors. To allow overriding this maximum, "
+            f"set the env var {ALLOW_LONG_ENV}=1"
+        )
+    else:
+        text = (
+            f"{msg} To allow overriding this maximum, set the env var {ALLOW_LONG_ENV}=1. {ALLOW_LONG_ENV} must be "
+            f"used with extreme caution. If the model uses relative position encoding (RoPE), positions exceeding "
+            f"derived_max_model_len lead to nan. If the model uses absolute position encoding, positions exceeding "
+            f"derived_max_model_len will cause a CUDA array out-of-bounds error."
+        )
+    return Refusal(
+        "maxModelLen",
+        f"ValueError: {text} [fix: maxModelLen at most {int(limit)}, or allowLongMaxModelLen: true if the "
+        f"model really handles longer inputs]",
+    )
+
+
+def tensor_parallel_refusal(arch: ModelArchitecture, tp: int) -> Refusal | None:
+    """`ModelConfig.verify_with_parallel_config` (heads) and `QKVParallelLinear.__init__` (KV heads: `divide`
+    asserts), identical from 0.8.0 to 0.33.0; a size below 1 fails validation (0.23+) or a division."""
+    if tp < 1:
+        return Refusal("tensorParallelSize", f"tensor_parallel_size must be at least 1, got {tp}")
+    heads, kv = arch.num_attention_heads, arch.num_kv_heads
+    if heads % tp:
+        return Refusal(
+            "tensorParallelSize",
+            f"ValueError: Total number of attention heads ({heads}) must be divisible by tensor parallel size ({tp}).",
+        )
+    if arch.mla is None and (tp % kv if tp >= kv else kv % tp):
+        bigger, smaller = (tp, kv) if tp >= kv else (kv, tp)
+        return Refusal(
+            "tensorParallelSize",
+            f"AssertionError: {bigger} is not divisible by {smaller} (the {kv} KV heads must split evenly over "
+            f"{tp} ranks, or the ranks over the heads)",
+        )
+    return None
+
+
+def missing_flag_refusals(rules: VllmRules, settings: ServerSettings) -> list[Refusal]:
+    """Multimodal flags the release's argument parser does not know (vLLM exits on an unknown flag)."""
+    refusals = []
+    if settings.language_model_only and not rules.language_model_only_flag:
+        added = first_release_where(lambda r: r.language_model_only_flag)
+        refusals.append(
+            Refusal(
+                "languageModelOnly",
+                f"vLLM {settings.version} has no --language-model-only (added in {added}); set limitMmPerPrompt to 0 "
+                f"for every modality instead",
+            )
+        )
+    if settings.skip_mm_profiling and not rules.skip_mm_profiling_flag:
+        added = first_release_where(lambda r: r.skip_mm_profiling_flag)
+        refusals.append(
+            Refusal(
+                "skipMmProfiling", f"vLLM {settings.version} has no --skip-mm-profiling (added in {added})"
+            )
+        )
+    return refusals
+
+
+def vllm_refusals(
+    rules: VllmRules, arch: ModelArchitecture, gpu: GpuSpec, settings: ServerSettings
+) -> list[Refusal]:
+    """Everything vLLM would refuse (or, for the engine, run elsewhere) before the memory budget applies."""
+    refusals: list[Refusal] = []
+    features = v0_fallback_features(
+        rules,
+        arch,
+        gpu,
+        pooling=settings.pooling,
+        kv_cache_dtype=settings.kv_cache_dtype,
+        speculative_method=settings.speculative_method,
+    )
+    if features:
+        refusals.append(Refusal("vllm.version", v0_fallback_message(settings.version, features)))
+    refusals += missing_flag_refusals(rules, settings)
+    for refusal in (
+        max_model_len_refusal(rules, arch, settings),
+        tensor_parallel_refusal(arch, settings.tensor_parallel_size),
+    ):
+        if refusal is not None:
+            refusals.append(refusal)
+    return refusals
