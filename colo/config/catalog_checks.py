@@ -90,9 +90,16 @@ def _node_pool_problems(config: StackConfig) -> list[Problem]:
     return problems
 
 
+def _calibration_problems(config: StackConfig) -> list[Problem]:
+    from colo.plan.calibration import calibration_problem  # the plan's own reader, bounded like a profile
+
+    problem = calibration_problem(config.budget.calibration)
+    return [Problem("colo:budget.calibration", problem)] if problem else []
+
+
 def catalog_problems(config: StackConfig) -> list[Problem]:
     known_models = set(catalog_ids())
-    problems = _node_pool_problems(config)
+    problems = _node_pool_problems(config) + _calibration_problems(config)
     for path, server in _servers(config):
         problems += _server_problems(path, server, known_models)
     return problems

@@ -507,6 +507,52 @@ class Budget(_Model):
     embedding_max_num_seqs: Annotated[int, Field(ge=1, le=65_536)] = 64
     embedding_concurrency: Annotated[float, Field(gt=0, le=65_536)] = 2.0
     llm_min_concurrency: Annotated[float, Field(gt=0, le=65_536)] = 1.0
+    calibration: str | None = Field(
+        default=None,
+        description="A calibration file written by `colo verify --record`: the plan uses its observed "
+        "per-process constants for the GPU and vLLM release it was recorded on",
+    )
+
+
+class Observability(_Model):
+    """How the servers are watched once they run: scraping, GPU metrics, a dashboard and alerts."""
+
+    prometheus_operator: bool = Field(
+        default=False,
+        description="The cluster runs the Prometheus operator: a PodMonitor scrapes the servers and a "
+        "PrometheusRule holds the alerts; otherwise the pods carry prometheus.io scrape annotations",
+    )
+    monitor_labels: dict[str, CliText] = Field(
+        default_factory=dict,
+        description="Labels on the PodMonitor and PrometheusRule, for the operator's selectors "
+        "(e.g. release: kube-prometheus-stack)",
+    )
+    dcgm_exporter: bool = Field(
+        default=False,
+        description="Deploy NVIDIA's DCGM exporter on colo's GPU nodes (only where colo installs the device "
+        "plugin; the GPU operator brings its own)",
+    )
+    grafana_dashboard: bool = Field(default=True, description="A dashboard ConfigMap for Grafana's sidecar")
+    dashboard_namespace: str | None = Field(
+        default=None, description="Where the dashboard ConfigMap goes; default: the servers' namespace"
+    )
+
+    @field_validator("dashboard_namespace")
+    @classmethod
+    def _namespace(cls, value: str | None) -> str | None:
+        problem = formats.dns_label(value) if value is not None else None
+        if problem:
+            raise ValueError(f"not a valid namespace name: {problem}")
+        return value
+
+    @field_validator("monitor_labels")
+    @classmethod
+    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, label in value.items():
+            problem = formats.label_key(key) or formats.label_value(label)
+            if problem:
+                raise ValueError(f"{problem} (key '{shown(key)}')")
+        return value
 
 
 class StackConfig(_Model):
@@ -514,6 +560,7 @@ class StackConfig(_Model):
     node_pool: NodePool = NodePool()
     storage: Storage = Storage()
     budget: Budget = Budget()
+    observability: Observability = Observability()
     pairs: Annotated[list[Pair], Field(max_length=1000)]
     hf_token_set: bool = Field(default=False, description="True when the secret colo:hfToken is present")
     aws_region: str | None = Field(

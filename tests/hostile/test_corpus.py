@@ -116,6 +116,10 @@ GENERATED: dict[str, tuple[Generated, Expected]] = {
         _profile(lambda _: "/dev/zero"),
         Expected(2, "colo:pairs[0].llm.profile", "not a regular file"),
     ),
+    "dev-zero-as-calibration": (
+        _write("calibration", BASE + "  colo:budget:\n    calibration: /dev/zero\n"),
+        Expected(2, "colo:budget.calibration", "not a regular file"),
+    ),
     "fifo-in-profile-directory": (
         _profile(_fifo_model),
         Expected(2, "colo:pairs[0].llm.profile", "model.safetensors is not a regular file"),
