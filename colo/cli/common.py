@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from colo.config import StackConfig, parse_stack_config
+from colo.errors import ConfigError
 from colo.stackfiles import REPO_ROOT, StackFile, load_stack, load_stack_file
 
 
@@ -46,9 +47,12 @@ def read_stack_file(args: argparse.Namespace, root: Path = REPO_ROOT) -> StackFi
 def load_config(stack_file: StackFile) -> StackConfig:
     token = "hfToken" in stack_file.values
     region = stack_file.others.get("aws:region")
-    return parse_stack_config(
-        stack_file.values,
-        hf_token_set=token,
-        plaintext_token=token and "hfToken" not in stack_file.secret_keys,
-        aws_region=str(region) if region else None,
-    )
+    try:
+        return parse_stack_config(
+            stack_file.values,
+            hf_token_set=token,
+            plaintext_token=token and "hfToken" not in stack_file.secret_keys,
+            aws_region=str(region) if region else None,
+        )
+    except ConfigError as exc:
+        raise ConfigError(exc.problems, source=stack_file.source) from None
