@@ -30,9 +30,12 @@ class ColoError(Exception):
 class ConfigError(ColoError):
     """The stack config is invalid: nothing was planned or deployed."""
 
-    def __init__(self, problems: list[Problem]) -> None:
+    def __init__(self, problems: list[Problem], source: str = "") -> None:
         count = len(problems)
-        super().__init__(problems, f"invalid stack config ({count} problem{'s' if count != 1 else ''}):")
+        where = f" in {source}" if source else ""
+        super().__init__(
+            problems, f"invalid stack config{where} ({count} problem{'s' if count != 1 else ''}):"
+        )
 
 
 class ArgumentsError(ConfigError):

@@ -145,21 +145,33 @@ def stack_outputs() -> dict[str, Any]:
     return outputs
 
 
-def _project_program(stack_file: StackFile) -> Path:
+def _project_program(stack_file: StackFile) -> Path | None:
+    """The project's program; None for a stack file read without a project, which runs colo's own
+    (colo.program.run, all a project's __main__.py calls)."""
     program = stack_file.program
-    entry = program / "__main__.py" if program is not None and program.is_dir() else program
-    if program is None or entry is None or not entry.is_file():
-        where = f"{entry} does not exist" if entry is not None else "no Pulumi.yaml was found"
+    if program is None:
+        return None
+    entry = program / "__main__.py" if program.is_dir() else program
+    if not entry.is_file():
         raise ConfigError(
             [
                 Problem(
                     "Pulumi.yaml",
                     f"the program to run is the project's (its `main`, else __main__.py next to Pulumi.yaml), "
-                    f"and {where}; run colo in the project directory, or pass --cwd PROJECT_DIR",
+                    f"and {entry} does not exist",
                 )
             ]
         )
     return program
+
+
+def _execute(program: Path | None) -> None:
+    if program is None:
+        from colo.program import run
+
+        run()
+    else:
+        runpy.run_path(str(program), run_name="__main__")
 
 
 @dataclass
@@ -177,7 +189,8 @@ def run_program(
 ) -> ProgramRun:
     """Execute the program once; resources are in `.mocks.resources`, exported outputs in `.outputs`.
 
-    `program` defaults to the project's (Pulumi.yaml `main`, else its directory's __main__.py)."""
+    `program` defaults to the project's (Pulumi.yaml `main`, else its directory's __main__.py), and to
+    colo's own for a stack file read without a project."""
     stack_file = load_stack(stack) if isinstance(stack, str) else stack
     program = program or _project_program(stack_file)
     config, secret_keys = stack_file.engine_config(SECRET_PLACEHOLDER)
@@ -192,7 +205,7 @@ def run_program(
     @pulumi.runtime.test  # type: ignore[untyped-decorator]
     def _run() -> pulumi.Output[Any]:
         with contextlib.chdir(stack_file.project_dir or Path.cwd()):
-            runpy.run_path(str(program), run_name="__main__")
+            _execute(program)
         exported = pulumi.Output.all(**stack_outputs()).apply(result.outputs.update)
         return pulumi.Output.all(exported, recorder.resolve_into(mocks))
 

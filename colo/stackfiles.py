@@ -9,18 +9,19 @@ that here, in one place. Nothing is read relative to where colo itself is instal
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from colo.config.yaml_safety import UnsafeYaml, load_yaml
 from colo.errors import ConfigError, Problem
+from colo.files import MIB, FileRefused, decode_utf8, read_bounded
 
 # The CLI looks for these in each directory, in this order, from the working directory up; a stack file
 # takes its project file's extension (github.com/pulumi/pulumi sdk/go/common/workspace/paths.go,
 # DetectProjectPathFrom and ProjectStackPath, v3.272.0).
 PROJECT_FILES = ("Pulumi.json", "Pulumi.yaml", "Pulumi.yml")
+MAX_STACK_FILE_BYTES = MIB  # a 100-pair stack file is about 50 KiB
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class StackFile:
     values: dict[str, Any]
     secret_keys: frozenset[str] = frozenset()
     others: dict[str, Any] = field(default_factory=dict)
+    source: str = ""  # the stack file's path, for messages
     # The project directory the program runs in, and the program (Pulumi.yaml `main`, default the
     # directory's __main__.py); None for a stack file read without a project.
     project_dir: Path | None = None
@@ -63,11 +65,9 @@ def _encode(value: Any) -> str:
 
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        loaded = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError([Problem(str(path), "file not found")]) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError([Problem(str(path), f"not valid YAML: {exc}")]) from None
+        loaded = load_yaml(decode_utf8(read_bounded(path, MAX_STACK_FILE_BYTES)))
+    except (FileRefused, UnsafeYaml) as exc:
+        raise ConfigError([Problem(str(path), str(exc))]) from None
     if loaded is None:
         return {}
     if not isinstance(loaded, dict):
@@ -145,11 +145,11 @@ def load_stack_file(path: Path, *, project_file: Path | None = None, stack: str 
             secret_keys.add(short)
         values[short] = value
     stack_name = stack or path.name.removeprefix("Pulumi.").removesuffix(path.suffix)
+    found = StackFile(name, stack_name, values, frozenset(secret_keys), others, source=str(path))
     if project_file is None:
-        return StackFile(name, stack_name, values, frozenset(secret_keys), others)
+        return found
     project_dir = project_file.parent
-    program = project_dir / str(project.get("main") or ".")
-    return StackFile(name, stack_name, values, frozenset(secret_keys), others, project_dir, program)
+    return replace(found, project_dir=project_dir, program=project_dir / str(project.get("main") or "."))
 
 
 def _stack_files(project_file: Path) -> tuple[Path, str]:

@@ -12,6 +12,7 @@ from typing import Any, get_args
 
 from colo.config import StackConfig, parse_stack_config
 from colo.config.load import SECRET_KEYS
+from colo.errors import ConfigError
 from colo.stackfiles import StackFile, find_project, load_stack, load_stack_file
 
 
@@ -58,11 +59,14 @@ def load_config(stack_file: StackFile) -> StackConfig:
     token = "hfToken" in stack_file.values
     region = stack_file.others.get("aws:region")
     plaintext = [k for k in SECRET_KEYS if k in stack_file.values and k not in stack_file.secret_keys]
-    return parse_stack_config(
-        stack_file.values,
-        hf_token_set=token,
-        aws_region=str(region) if region else None,
-        project_dir=stack_file.project_dir,
-        vllm_api_key_set="vllmApiKey" in stack_file.values,
-        plaintext_secrets=plaintext,
-    )
+    try:
+        return parse_stack_config(
+            stack_file.values,
+            hf_token_set=token,
+            aws_region=str(region) if region else None,
+            project_dir=stack_file.project_dir,
+            vllm_api_key_set="vllmApiKey" in stack_file.values,
+            plaintext_secrets=plaintext,
+        )
+    except ConfigError as exc:
+        raise ConfigError(exc.problems, source=stack_file.source) from None
