@@ -20,6 +20,10 @@ COMMANDS = {
         "run the program under Pulumi's mock runtime and write its Kubernetes YAML",
     ),
     "diff": ("colo.cli.diff_cmd", "compare the plan and manifests of two configs, as markdown for a PR"),
+    "verify": (
+        "colo.cli.verify_cmd",
+        "hold the plan against what each vLLM server reported at startup (logs, /metrics)",
+    ),
     "preflight": (
         "colo.cli.preflight_cmd",
         "check the AWS side (cluster, instance type, S3 models) with boto3",

@@ -87,8 +87,21 @@ def _pair_lines(pair: dict[str, Any], markdown: bool) -> list[str]:
     lines.append(f"startup checks in order: {checks}")
     for server in pair["servers"]:
         lines += [f"note ({server['name']}): {note}" for note in server["memory"]["notes"]]
+        if server["memory"]["calibration"]:
+            lines.append(
+                f"calibrated ({server['name']}): {_calibration_text(server['memory']['calibration'])}"
+            )
         lines.append(f"{server['name']} ({server['image']}): vllm serve {json.dumps(server['vllm_args'])}")
     return lines
+
+
+def _calibration_text(view: dict[str, Any]) -> str:
+    """Which budget inputs come from an observed startup instead of the catalog, and from where."""
+    figures = ", ".join(
+        f"{name} {value['calibrated']} (catalog {value['catalog']})"
+        for name, value in view["figures"].items()
+    )
+    return f"{figures}; from {view['file']} ({view['gpu']}, vLLM {view['vllm_version']}): observed {view['observed']}"
 
 
 def _findings(heading: str, findings: list[dict[str, str]]) -> list[str]:

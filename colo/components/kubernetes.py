@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import pulumi
 
+from colo.components.dcgm_exporter import DcgmExporter, DcgmExporterArgs
 from colo.components.device_plugin import DevicePluginArgs, NvidiaDevicePlugin
 from colo.components.gpu_claim import GpuClaimTemplate, GpuClaimTemplateArgs
 from colo.components.gpu_pairing import PAIRING, PairingContext
 from colo.components.hf_token import TOKEN_KEY, HfTokenSecret, HfTokenSecretArgs
 from colo.components.labels import pair_labels, pair_selector, pairs_selector, standard_labels
 from colo.components.model_store import ModelStore, ModelStoreArgs
+from colo.components.monitoring import ServerMonitoring, ServerMonitoringArgs, scrape_annotations
 from colo.components.namespace import Namespace, NamespaceArgs
 from colo.components.pair import CoLocatedPair, CoLocatedPairArgs
 from colo.components.pod_scripts import PodScripts, PodScriptsArgs
@@ -42,8 +44,9 @@ def declare_kubernetes(
             "hf-token", HfTokenSecretArgs(ns, hf_token, standard_labels(spec, "hf-token")), opts
         )
 
+    plugin = None
     if spec.device_plugin is not None:
-        NvidiaDevicePlugin(
+        plugin = NvidiaDevicePlugin(
             "nvidia-device-plugin",
             DevicePluginArgs(
                 namespace=spec.device_plugin.namespace,
@@ -98,6 +101,43 @@ def declare_kubernetes(
                 scripts_config_map=scripts.config_map_name if scripts else None,
                 hf_secret=secret.secret_name if secret else None,
                 hf_secret_key=TOKEN_KEY,
+                pod_annotations=scrape_annotations(spec.monitoring),
             ),
             opts,
+        )
+    declare_monitoring(spec, ns, opts, plugin)
+
+
+def declare_monitoring(
+    spec: KubernetesSpec,
+    namespace: pulumi.Output[str],
+    opts: pulumi.ResourceOptions,
+    plugin: NvidiaDevicePlugin | None,
+) -> None:
+    """Scraping, alerts and dashboard of the servers; the DCGM exporter beside colo's device plugin."""
+    monitoring = spec.monitoring
+    if monitoring.prometheus_operator or monitoring.dashboard_namespace is not None:
+        ServerMonitoring(
+            "monitoring",
+            ServerMonitoringArgs(
+                spec=monitoring,
+                instance=spec.instance,
+                namespace=namespace,
+                namespace_name=spec.namespace,
+                pod_selector=pairs_selector(spec),
+                labels=standard_labels(spec, "monitoring"),
+            ),
+            opts,
+        )
+    if monitoring.dcgm_exporter is not None and plugin is not None:
+        DcgmExporter(
+            "dcgm-exporter",
+            DcgmExporterArgs(
+                plan=monitoring.dcgm_exporter,
+                tolerations=list(spec.tolerations),
+                labels=standard_labels(spec, "dcgm-exporter"),
+                scrape_annotations=scrape_annotations(monitoring),
+                pod_monitor_labels=monitoring.monitor_labels if monitoring.prometheus_operator else None,
+            ),
+            pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[plugin])),
         )

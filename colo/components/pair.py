@@ -49,6 +49,9 @@ class CoLocatedPairArgs:
     scripts_config_map: pulumi.Input[str] | None
     hf_secret: pulumi.Input[str] | None
     hf_secret_key: str
+    pod_annotations: dict[str, str] | None = (
+        None  # Prometheus scrape annotations (colo.components.monitoring)
+    )
 
 
 def start_gate(earlier: list[Server]) -> list[str]:
@@ -151,7 +154,9 @@ class CoLocatedPair(pulumi.ComponentResource):
                 strategy=k8s.apps.v1.DeploymentStrategyArgs(type="Recreate"),
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=args.selector),
                 template=k8s.core.v1.PodTemplateSpecArgs(
-                    metadata=k8s.meta.v1.ObjectMetaArgs(labels={**args.labels, **args.selector}),
+                    metadata=k8s.meta.v1.ObjectMetaArgs(
+                        labels={**args.labels, **args.selector}, annotations=args.pod_annotations
+                    ),
                     spec=self._pod_spec(),
                 ),
             ),

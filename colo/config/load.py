@@ -13,7 +13,7 @@ from colo.errors import ConfigError, Problem
 
 PROJECT = "colo"
 # Top-level keys of the `colo:` namespace; the secret hfToken is read separately and never parsed here.
-CONFIG_KEYS = ("cluster", "nodePool", "storage", "budget", "pairs")
+CONFIG_KEYS = ("cluster", "nodePool", "storage", "budget", "observability", "pairs")
 SECRET_KEYS = ("hfToken",)
 
 

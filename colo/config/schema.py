@@ -415,6 +415,42 @@ class Budget(_Model):
     embedding_max_num_seqs: Annotated[int, Field(ge=1)] = 64
     embedding_concurrency: Annotated[float, Field(gt=0)] = 2.0
     llm_min_concurrency: Annotated[float, Field(gt=0)] = 1.0
+    calibration: str | None = Field(
+        default=None,
+        description="A calibration file written by `colo verify --record`: the plan uses its observed "
+        "per-process constants for the GPU and vLLM release it was recorded on",
+    )
+
+
+class Observability(_Model):
+    """How the servers are watched once they run: scraping, GPU metrics, a dashboard and alerts."""
+
+    prometheus_operator: bool = Field(
+        default=False,
+        description="The cluster runs the Prometheus operator: a PodMonitor scrapes the servers and a "
+        "PrometheusRule holds the alerts; otherwise the pods carry prometheus.io scrape annotations",
+    )
+    monitor_labels: dict[str, CliText] = Field(
+        default_factory=dict,
+        description="Labels on the PodMonitor and PrometheusRule, for the operator's selectors "
+        "(e.g. release: kube-prometheus-stack)",
+    )
+    dcgm_exporter: bool = Field(
+        default=False,
+        description="Deploy NVIDIA's DCGM exporter on colo's GPU nodes (only where colo installs the device "
+        "plugin; the GPU operator brings its own)",
+    )
+    grafana_dashboard: bool = Field(default=True, description="A dashboard ConfigMap for Grafana's sidecar")
+    dashboard_namespace: str | None = Field(
+        default=None, description="Where the dashboard ConfigMap goes; default: the servers' namespace"
+    )
+
+    @field_validator("dashboard_namespace")
+    @classmethod
+    def _namespace(cls, value: str | None) -> str | None:
+        if value is not None and not _DNS_LABEL.match(value):
+            raise ValueError(f"'{value}' is not a valid namespace name (a lower-case DNS label)")
+        return value
 
 
 class StackConfig(_Model):
@@ -422,6 +458,7 @@ class StackConfig(_Model):
     node_pool: NodePool = NodePool()
     storage: Storage = Storage()
     budget: Budget = Budget()
+    observability: Observability = Observability()
     pairs: list[Pair]
     hf_token_set: bool = Field(default=False, description="True when the secret colo:hfToken is present")
     aws_region: str | None = Field(

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from math import ceil
+from typing import TYPE_CHECKING
 
 from colo.catalog import GIB, MIB, GpuSpec
 from colo.catalog.architecture import ModelArchitecture
@@ -41,6 +42,9 @@ from colo.plan.kv_cache import (
 )
 from colo.plan.tp_comm import TpCommunication, tp_communication
 from colo.plan.weights import estimate_weights
+
+if TYPE_CHECKING:
+    from colo.plan.calibration import AppliedCalibration
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,9 @@ class ProcessSpec:
     language_model_only: bool = False
     mm_limits: tuple[tuple[str, int], ...] = ()  # unlisted modalities allow 999 items
     skip_mm_profiling: bool = False
+    # None: the catalog's measured constants; a calibration (colo.plan.calibration) supplies observed ones
+    constants: MeasuredConstants | None = None
+    calibration: AppliedCalibration | None = None  # what a calibration changed, for the plan to show
 
     @property
     def utilization(self) -> float:
@@ -313,7 +320,7 @@ def graph_profile_kv_bytes(spec: ProcessSpec) -> int:
 
 def size_process(spec: ProcessSpec, *, free_before_bytes: int | None = None) -> ProcessBudget:
     """Size one process as vLLM would, given the free memory it finds on the GPU when it starts."""
-    consts = constants()
+    consts = spec.constants or constants()
     gpu = spec.gpu
     total = gpu.cuda_total_bytes
     communication = _communication(spec, consts)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from colo.config.schema import StackConfig
+from colo.plan.monitoring import MonitoringSpec, monitoring_spec
 from colo.plan.pair import PairPlan
 from colo.plan.scheduling import DevicePluginPlan
 from colo.plan.stack import Plan
@@ -33,6 +34,7 @@ class KubernetesSpec:
     node_selector: dict[str, str]  # what every GPU pod selects
     tolerations: tuple[dict[str, str], ...]  # what every GPU pod tolerates
     device_plugin: DevicePluginPlan | None  # None: DRA, or the node image brings its own plugin
+    monitoring: MonitoringSpec  # scraping, GPU metrics, dashboard and alerts
 
 
 def kubernetes_spec(config: StackConfig, plan: Plan) -> KubernetesSpec:
@@ -48,4 +50,5 @@ def kubernetes_spec(config: StackConfig, plan: Plan) -> KubernetesSpec:
         node_selector=plan.node_selector,
         tolerations=plan.tolerations,
         device_plugin=plan.device_plugin,
+        monitoring=monitoring_spec(config, plan),
     )

@@ -20,6 +20,7 @@ from colo.catalog.vllm_rules import VllmRules, first_release_where, rules_for
 from colo.config.schema import Budget, Pair, ServerSpec, StackConfig, Storage
 from colo.errors import Problem
 from colo.plan.budget import ProcessSpec
+from colo.plan.calibration import calibrate
 from colo.plan.colocate import GpuPlan, ServerPlan, ServerRequest, plan_gpu
 from colo.plan.engine_limits import resolve_limits
 from colo.plan.model_volume import weights_dir
@@ -221,7 +222,7 @@ def process_spec(checked: CheckedServer, gpu_spec: GpuSpec, budget: Budget) -> P
         max_num_batched_tokens=server.max_num_batched_tokens,
     )
     speculative = server.speculative
-    return ProcessSpec(
+    spec = ProcessSpec(
         arch=arch,
         gpu=gpu_spec,
         rules=checked.rules,
@@ -239,6 +240,7 @@ def process_spec(checked: CheckedServer, gpu_spec: GpuSpec, budget: Budget) -> P
         mm_limits=tuple(sorted((server.limit_mm_per_prompt or {}).items())),
         skip_mm_profiling=server.skip_mm_profiling,
     )
+    return calibrate(spec, budget.calibration)
 
 
 def _eager_setting(server: ServerSpec) -> str:

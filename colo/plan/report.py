@@ -49,6 +49,7 @@ def budget_view(b: ProcessBudget) -> dict[str, Any]:
         "max_num_batched_tokens": spec.limits.max_num_batched_tokens,
         "footprint_mib": round(b.footprint_bytes / MIB),
         "errors": list(b.errors),
+        "calibration": spec.calibration.view() if spec.calibration else None,
     }
 
 

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from colo.catalog import GpuLookupError, GpuSpec, instance_type, resolve_gpu
 from colo.config.schema import StackConfig
 from colo.errors import Problem
+from colo.plan.calibration import calibration_problem
 from colo.plan.hub_access import hub_access_warnings
+from colo.plan.monitoring import observability_warnings
 from colo.plan.pair import PairPlan, S3Profile, plan_pair
 from colo.plan.placement import node_count, node_limit_problems, place_pairs
 from colo.plan.platform import gpus_per_node, instance_type_known, platform_problems, uses_native_sidecars
@@ -45,6 +47,8 @@ def make_plan(
 ) -> Plan:
     """Plan every pair. Problems are collected, never raised, so `colo plan` can show them all."""
     problems = platform_problems(config)
+    if (unusable := calibration_problem(config.budget.calibration)) is not None:
+        problems.append(Problem("colo:budget.calibration", unusable))
     selector, tolerations = node_selector(config), gpu_tolerations()
     pool = config.node_pool
     try:
@@ -91,6 +95,7 @@ def make_plan(
             problems += node_fit_problems(instance, pods)
     # A shared GPU offers as many time-slices as the largest pair has servers.
     servers_per_gpu = max((len(pair.servers) for pair in pairs), default=0)
+    plugin = device_plugin(config, servers_per_gpu)
     return Plan(
         config,
         gpu_spec,
@@ -101,6 +106,6 @@ def make_plan(
         tuple(problems),
         node_selector=selector,
         tolerations=tolerations,
-        device_plugin=device_plugin(config, servers_per_gpu),
-        warnings=tuple(hub_access_warnings(config)),
+        device_plugin=plugin,
+        warnings=(*hub_access_warnings(config), *observability_warnings(config, plugin)),
     )

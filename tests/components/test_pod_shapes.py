@@ -89,7 +89,8 @@ def test_time_slice_offers_as_many_slices_as_the_largest_pair_has_servers(
 def test_device_plugin_tolerates_the_gpu_taint_and_runs_on_colo_gpu_nodes(
     checked_in_run: Callable[[str, bool], ProgramRun],
 ) -> None:
-    (daemon_set,) = checked_in_run("prod", False).mocks.of_type("kubernetes:apps/v1:DaemonSet")
+    daemon_sets = checked_in_run("prod", False).mocks.of_type("kubernetes:apps/v1:DaemonSet")
+    (daemon_set,) = [d for d in daemon_sets if d.inputs["metadata"]["name"] == "nvidia-device-plugin"]
     spec = pod_spec(daemon_set.inputs)
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
     assert spec["nodeSelector"]["nvidia.com/gpu.present"] == "true"

@@ -1,0 +1,1 @@
+"""After deploy: what vLLM reported at startup, held against the plan (`colo verify`)."""

@@ -1,0 +1,62 @@
+"""Where a server's startup log comes from: files collected elsewhere, or the cluster (colo.verify.cluster).
+
+Offline, a directory holds one file per server named after it as colo names its objects: `<pair>-<role>.log`
+(what `kubectl logs deploy/<pair> -c <role>` prints), and optionally `<pair>-<role>.metrics` (its /metrics).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    """What the GPU node says about itself (GPU feature discovery labels), for a calibration's provenance."""
+
+    gpu_product: str | None = None
+    driver: str | None = None
+
+
+@dataclass(frozen=True)
+class ServerReading:
+    pair: str
+    role: str
+    source: str  # the file, or namespace/pod/container, the log was read from
+    log_text: str | None = None
+    metrics_text: str | None = None
+    unread: str | None = None  # why there is no log: said plainly
+    node: NodeFacts = NodeFacts()
+
+    @property
+    def name(self) -> str:
+        return f"{self.pair}-{self.role}"
+
+
+def _text(path: Path) -> str:
+    return path.read_text(errors="replace")
+
+
+def read_log_dir(directory: Path, servers: list[tuple[str, str]]) -> list[ServerReading]:
+    """One reading per planned (pair, role); a missing file is a server that could not be read."""
+    if not directory.is_dir():
+        return [
+            ServerReading(pair, role, str(directory), unread=f"{directory} is not a directory")
+            for pair, role in servers
+        ]
+    readings = []
+    for pair, role in servers:
+        log, metrics = directory / f"{pair}-{role}.log", directory / f"{pair}-{role}.metrics"
+        if not log.is_file():
+            readings.append(ServerReading(pair, role, str(log), unread=f"no {log.name} in {directory}"))
+            continue
+        readings.append(
+            ServerReading(pair, role, str(log), _text(log), _text(metrics) if metrics.is_file() else None)
+        )
+    return readings
+
+
+def read_log_file(path: Path, pair: str, role: str) -> ServerReading:
+    if not path.is_file():
+        return ServerReading(pair, role, str(path), unread=f"cannot read {path}: no such file")
+    return ServerReading(pair, role, str(path), _text(path))

@@ -1,0 +1,255 @@
+"""Read the figures one vLLM process logs at startup, in the wording of every release colo mirrors.
+
+Each pattern below is the logger call of the releases that print it (vLLM 0.10.1.1 to 0.33.0):
+
+- weights: `gpu_model_runner.py::load_model` "Model loading took %.4f GiB and %.6f seconds" (<= 0.11),
+  "... took %s GiB memory and ..." (0.12+; the V2 runner drops "memory" in 0.14-0.27);
+- KV pool: `gpu_worker.py::determine_available_memory` "Available KV cache memory: %.2f GiB" (%s from 0.14),
+  or, with --kv-cache-memory-bytes, "... reserved X GiB memory for KV Cache as specified by ...";
+- capacity: `kv_cache_utils.py` "GPU KV cache size: %s tokens" and "Maximum concurrency for %s tokens per
+  request: %.2fx" on two lines up to 0.27, one line joined by ", " from 0.28, whose first word is the device
+  type from 0.30 ("GPU" on CUDA);
+- graphs: "Graph capturing finished in %.0f secs, took %.2f GiB", "Estimated CUDA graph memory: %.2f GiB
+  total" (0.18+), "CUDA graph pool memory: X GiB (actual), Y GiB (estimated)" (0.18+);
+- the summary `compile_or_warm_up_model` logs (INFO in 0.10.2 and 0.26+, DEBUG between): "Free memory on
+  device (F/T GiB) on startup. Desired GPU memory utilization is (u, R GiB). Actual usage is W GiB for
+  weight, A GiB for peak activation, N GiB for non-torch memory, and G GiB for CUDAGraph memory" up to
+  0.26; from 0.27 "C GiB for consumed memory (weights + non-torch), A GiB for peak activation, and G GiB
+  for CUDAGraph memory"; it ends with "Current kv cache memory in use is K bytes" (0.10.2) or "K GiB";
+- errors: `request_memory` "Free memory on device [cuda:0] (F/T GiB) on startup is less than desired GPU
+  memory utilization (u, R GiB)" (the device is named from 0.14); `_check_enough_kv_cache_memory` "No
+  available memory for the cache blocks" and "To serve at least one request with the model's max seq len
+  (L), (X GiB KV cache is needed, which is larger than the available KV cache memory (Y GiB)"; a CUDA
+  out-of-memory error; "EngineCore failed to start".
+
+A tensor-parallel run logs the per-rank lines once per rank: weights and graphs keep the largest rank's
+figure, the KV pool the smallest (vLLM sizes every rank to the smallest pool).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+_NUM = r"(-?\d+(?:\.\d+)?)"
+_INT = r"(\d[\d,]*)"
+GIB = 1024**3
+
+_VERSION = [
+    re.compile(r"vLLM API server version (\d+\.\d+[^\s]*)"),
+    re.compile(r"Initializing a V1 LLM engine \(v(\d+\.\d+[^)\s]*)\)"),
+    re.compile(r"█\s+version (\d+\.\d+[^\s]*)"),
+]
+_WEIGHTS = re.compile(rf"Model loading took:? {_NUM} (GiB|GB)")
+_KV_POOL = re.compile(rf"Available KV cache memory: {_NUM} GiB")
+_KV_RESERVED = re.compile(rf"reserved {_NUM} ?GiB memory for KV Cache")
+_KV_TOKENS = re.compile(rf"\b([A-Z]+) KV cache size: {_INT} tokens")
+_CONCURRENCY = re.compile(rf"Maximum concurrency for {_INT} tokens per request: {_NUM}x")
+_GRAPHS = re.compile(rf"Graph capturing finished in \d+ secs, took {_NUM} GiB")
+_GRAPH_ESTIMATE = re.compile(rf"Estimated CUDA graph memory: {_NUM} GiB total")
+_GRAPH_POOL = re.compile(rf"CUDA graph pool memory: {_NUM} GiB \(actual\), {_NUM} GiB \(estimated\)")
+_BLOCKS = re.compile(r"num_gpu_blocks is: (\d+)")
+_SUMMARY_HEAD = re.compile(
+    rf"Free memory on device \({_NUM}/{_NUM} GiB\) on startup\. Desired GPU memory utilization is "
+    rf"\({_NUM}, {_NUM} GiB\)"
+)
+_USAGE_OLD = re.compile(
+    rf"{_NUM} GiB for weight, {_NUM} GiB for peak activation, {_NUM} GiB for non-torch memory, and "
+    rf"{_NUM} GiB for CUDAGraph memory"
+)
+_USAGE_CONSUMED = re.compile(
+    rf"{_NUM} GiB for consumed memory \(weights \+ non-torch\), {_NUM} GiB for peak activation, and "
+    rf"{_NUM} GiB for CUDAGraph memory"
+)
+_KV_IN_USE = re.compile(rf"Current kv cache memory in use is {_NUM} (GiB|bytes)")
+_FREE_ERROR = re.compile(
+    rf"Free memory on device(?: (\S+))? \({_NUM}/{_NUM} GiB\) on startup\s+is\s+less\s+than\s+desired\s+GPU\s+"
+    rf"memory\s+utilization\s+\({_NUM}, {_NUM} GiB\)"
+)
+_KV_TOO_SMALL = re.compile(
+    rf"To serve at least one request with the models?'s? max seq len \((\d+)\), \(?{_NUM} (?:GiB|GB) KV cache "
+    rf"is needed, which is larger than the available KV cache memory \({_NUM} (?:GiB|GB)\)"
+)
+_NO_KV = re.compile(r"No available memory for the cache blocks")
+_OOM = re.compile(r"CUDA out of memory|OutOfMemoryError")
+_ENGINE_FAILED = re.compile(r"EngineCore failed to start|Engine core initialization failed")
+
+ErrorKind = Literal["free_memory", "kv_too_small", "no_kv_memory", "out_of_memory", "engine_failed"]
+
+
+@dataclass(frozen=True)
+class StartupSummary:
+    """The line `compile_or_warm_up_model` logs once the process is ready (one rank's)."""
+
+    free_gib: float
+    total_gib: float
+    utilization: float
+    requested_gib: float
+    weights_gib: float | None  # up to 0.26
+    non_torch_gib: float | None  # up to 0.26
+    consumed_gib: float | None  # from 0.27: weights + non-torch, measured as free memory taken
+    activation_gib: float | None
+    graph_gib: float | None
+    kv_in_use_gib: float | None
+
+
+@dataclass(frozen=True)
+class StartupError:
+    kind: ErrorKind
+    text: str  # the matched text, as logged
+    free_gib: float | None = None  # free_memory: F, T, u and R of the message
+    total_gib: float | None = None
+    utilization: float | None = None
+    requested_gib: float | None = None
+    needed_gib: float | None = None  # kv_too_small: X and Y of the message
+    available_gib: float | None = None
+
+
+@dataclass(frozen=True)
+class StartupLog:
+    """What one server's startup log says; None where the log does not say it."""
+
+    vllm_version: str | None
+    weights_gib: float | None
+    kv_pool_gib: float | None
+    kv_tokens: int | None
+    max_concurrency: float | None
+    concurrency_for_tokens: int | None
+    graph_gib: float | None
+    graph_estimate_gib: float | None
+    num_gpu_blocks: int | None
+    summary: StartupSummary | None
+    error: StartupError | None
+    ranks: int  # how many ranks logged their weights (1 unless tensor parallel)
+
+    @property
+    def has_startup_lines(self) -> bool:
+        """Whether the log holds anything colo compares: a size vLLM reported or a startup error."""
+        figures = (self.weights_gib, self.kv_pool_gib, self.kv_tokens, self.graph_gib, self.summary)
+        return self.error is not None or any(value is not None for value in figures)
+
+
+def _floats(pattern: re.Pattern[str], text: str, group: int = 1) -> list[float]:
+    return [float(match.group(group)) for match in pattern.finditer(text)]
+
+
+def _count(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+def _version(text: str) -> str | None:
+    for pattern in _VERSION:
+        match = pattern.search(text)
+        if match:
+            return match.group(1)
+    return None
+
+
+def _weights(text: str) -> tuple[float | None, int]:
+    """ "GB" (0.8.0-0.8.2) was a label only: the value is GiB in every release."""
+    values = _floats(_WEIGHTS, text)
+    return (max(values) if values else None), len(values)
+
+
+def _kv_pool(text: str) -> float | None:
+    values = _floats(_KV_POOL, text) or _floats(_KV_RESERVED, text)
+    return min(values) if values else None
+
+
+def _capacity(text: str) -> tuple[int | None, float | None, int | None]:
+    tokens = _KV_TOKENS.search(text)
+    concurrency = _CONCURRENCY.search(text)
+    return (
+        _count(tokens.group(2)) if tokens else None,
+        float(concurrency.group(2)) if concurrency else None,
+        _count(concurrency.group(1)) if concurrency else None,
+    )
+
+
+def _summary(text: str) -> StartupSummary | None:
+    for line in text.splitlines():
+        head = _SUMMARY_HEAD.search(line)
+        if head is None:
+            continue
+        free, total, util, requested = (float(g) for g in head.groups())
+        old, new = _USAGE_OLD.search(line), _USAGE_CONSUMED.search(line)
+        in_use = _KV_IN_USE.search(line)
+        kv = None
+        if in_use:
+            kv = float(in_use.group(1)) / (GIB if in_use.group(2) == "bytes" else 1)
+        return StartupSummary(
+            free_gib=free,
+            total_gib=total,
+            utilization=util,
+            requested_gib=requested,
+            weights_gib=float(old.group(1)) if old else None,
+            non_torch_gib=float(old.group(3)) if old else None,
+            consumed_gib=float(new.group(1)) if new else None,
+            activation_gib=float(old.group(2)) if old else float(new.group(2)) if new else None,
+            graph_gib=float(old.group(4)) if old else float(new.group(3)) if new else None,
+            kv_in_use_gib=round(kv, 2) if kv is not None else None,
+        )
+    return None
+
+
+def _error(text: str) -> StartupError | None:
+    """The first cause vLLM names, most specific first."""
+    match = _FREE_ERROR.search(text)
+    if match:
+        free, total, util, requested = (float(g) for g in match.groups()[1:])
+        return StartupError(
+            "free_memory",
+            " ".join(match.group(0).split()),
+            free_gib=free,
+            total_gib=total,
+            utilization=util,
+            requested_gib=requested,
+        )
+    match = _KV_TOO_SMALL.search(text)
+    if match:
+        return StartupError(
+            "kv_too_small",
+            match.group(0),
+            needed_gib=float(match.group(2)),
+            available_gib=float(match.group(3)),
+        )
+    for kind, pattern in (
+        ("no_kv_memory", _NO_KV),
+        ("out_of_memory", _OOM),
+        ("engine_failed", _ENGINE_FAILED),
+    ):
+        found = pattern.search(text)
+        if found:
+            return StartupError(kind, found.group(0))  # type: ignore[arg-type]
+    return None
+
+
+def parse_startup_log(text: str) -> StartupLog:
+    """Every figure the log prints; figures from the summary line fill in what the other lines lack."""
+    weights, ranks = _weights(text)
+    summary = _summary(text)
+    kv_pool = _kv_pool(text)
+    graphs = _floats(_GRAPHS, text) or _floats(_GRAPH_POOL, text)
+    graph = max(graphs) if graphs else None
+    if summary is not None:
+        weights = weights if weights is not None else summary.weights_gib
+        kv_pool = kv_pool if kv_pool is not None else summary.kv_in_use_gib
+        graph = graph if graph is not None else summary.graph_gib
+    estimates = _floats(_GRAPH_ESTIMATE, text) or _floats(_GRAPH_POOL, text, group=2)
+    tokens, concurrency, for_tokens = _capacity(text)
+    blocks = _BLOCKS.search(text)
+    return StartupLog(
+        vllm_version=_version(text),
+        weights_gib=weights,
+        kv_pool_gib=kv_pool,
+        kv_tokens=tokens,
+        max_concurrency=concurrency,
+        concurrency_for_tokens=for_tokens,
+        graph_gib=graph,
+        graph_estimate_gib=max(estimates) if estimates else None,
+        num_gpu_blocks=int(blocks.group(1)) if blocks else None,
+        summary=summary,
+        error=_error(text),
+        ranks=max(ranks, 1),
+    )

@@ -1,0 +1,135 @@
+"""The startup-log parser reads real public vLLM logs of every release it claims, as their collectors read them.
+
+Each fixture in startup_logs.yaml carries the figures a person copied from the log by hand (`recorded`); the
+parser must find the same figures in the same lines, for every release from 0.10 to 0.31, tensor-parallel
+runs, quantized models and failed starts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from packaging.version import Version
+
+from colo.verify.startup_log import parse_startup_log
+
+LOGS: list[dict[str, Any]] = yaml.safe_load((Path(__file__).parent / "startup_logs.yaml").read_text())["logs"]
+BY_ID = {entry["id"]: entry for entry in LOGS}
+
+
+def _text(entry: dict[str, Any]) -> str:
+    return "\n".join(entry["excerpt"])
+
+
+def test_the_fixtures_span_the_releases_and_cases_the_parser_claims() -> None:
+    releases = {Version(entry["release"]).release[:2] for entry in LOGS}
+    assert len(releases) >= 6
+    assert min(releases) <= (0, 10) and max(releases) >= (0, 31)
+    covered = {tag for entry in LOGS for tag in entry["covers"]}
+    assert {"tp", "quantized", "failed"} <= covered
+    assert all(entry["source"] for entry in LOGS)
+
+
+@pytest.mark.parametrize("entry", LOGS, ids=[entry["id"] for entry in LOGS])
+def test_every_figure_the_collector_read_is_parsed_from_the_same_lines(entry: dict[str, Any]) -> None:
+    log = parse_startup_log(_text(entry))
+    recorded = entry["recorded"]
+    summary = log.summary
+    parsed = {
+        "model_loading_gib": log.weights_gib,
+        "available_kv_cache_gib": log.kv_pool_gib,
+        "kv_cache_tokens": log.kv_tokens,
+        "max_concurrency": log.max_concurrency,
+        "cuda_graph_gib": log.graph_gib,
+        "cuda_graph_estimate_gib": log.graph_estimate_gib,
+        "activation_gib": summary.activation_gib if summary else None,
+        "non_torch_gib": summary.non_torch_gib if summary else None,
+        "free_at_startup_gib": summary.free_gib if summary else log.error.free_gib if log.error else None,
+        "requested_gib": summary.requested_gib if summary else log.error.requested_gib if log.error else None,
+        "gpu_total_gib": summary.total_gib if summary else log.error.total_gib if log.error else None,
+    }
+    for key, value in recorded.items():
+        if key == "startup_error":
+            continue
+        assert parsed[key] == pytest.approx(value), key
+    assert log.has_startup_lines
+    assert (log.error is not None) == ("startup_error" in recorded)
+
+
+@pytest.mark.parametrize(
+    ("entry_id", "version"),
+    [
+        ("v1_gptoss120b_h100_v0101_kv_negative", "0.10.1"),  # "vLLM API server version"
+        ("b_qwen2_7b_a100_80g_gmu025_v01011", "0.10.1.1"),  # "Initializing a V1 LLM engine (v...)"
+        ("c3090_qwen36_27b_int4_4x3090_tp4_v0240", "0.24.0"),
+        ("v1_qwen35_35b_a3b_ft_tp4_v0260_summary_line", "0.26.0"),  # the start-up banner
+    ],
+)
+def test_the_release_is_read_from_each_way_vllm_prints_it(entry_id: str, version: str) -> None:
+    assert parse_startup_log(_text(BY_ID[entry_id])).vllm_version == version
+
+
+def test_the_two_summary_formats_split_the_usage_as_their_release_does() -> None:
+    old = parse_startup_log(_text(BY_ID["v1_qwen35_35b_a3b_ft_tp4_v0260_summary_line"])).summary
+    assert old is not None
+    assert (old.weights_gib, old.non_torch_gib, old.consumed_gib) == (16.92, 0.13, None)
+    new = parse_startup_log(_text(BY_ID["c3090_qwen38_27b_fp8_2x3090_tp2_v0271_summary"])).summary
+    assert new is not None
+    assert (new.weights_gib, new.non_torch_gib, new.consumed_gib) == (None, None, 15.25)
+    assert (new.free_gib, new.total_gib, new.utilization, new.requested_gib) == (23.15, 23.56, 0.92, 21.67)
+
+
+def test_the_one_line_capacity_report_of_0_28_and_later_is_read_like_the_two_lines_before() -> None:
+    log = parse_startup_log(_text(BY_ID["b_llama31_8b_a100_80g_v0310_default"]))
+    assert (log.kv_tokens, log.max_concurrency, log.concurrency_for_tokens) == (460_496, 3.51, 131_072)
+
+
+def test_a_device_prefix_other_than_gpu_is_read_too() -> None:
+    line = "[kv_cache_utils.py:2400] XPU KV cache size: 12,345 tokens, Maximum concurrency for 4,096 tokens per request: 3.01x"
+    log = parse_startup_log(line)
+    assert (log.kv_tokens, log.max_concurrency) == (12_345, 3.01)
+
+
+def test_startup_errors_are_told_apart_and_keep_their_figures() -> None:
+    free = parse_startup_log(_text(BY_ID["b_fail_free_mem_v0102_4g"])).error
+    assert free is not None and free.kind == "free_memory"
+    assert (free.free_gib, free.total_gib, free.utilization, free.requested_gib) == (3.22, 4.0, 0.9, 3.6)
+    too_small = parse_startup_log(_text(BY_ID["spark_minimax_m27_awq_2xgb10_tp2"])).error
+    assert too_small is not None and too_small.kind == "kv_too_small"
+    assert (too_small.needed_gib, too_small.available_gib) == (23.25, 22.5)
+    negative = parse_startup_log(_text(BY_ID["v1_gptoss120b_h100_v0101_kv_negative"]))
+    assert negative.error is not None and negative.error.kind == "engine_failed"
+    assert negative.kv_pool_gib == -2.14
+
+
+def test_the_0_14_error_that_names_the_device_and_wraps_across_lines_is_read() -> None:
+    text = (
+        "ValueError: Free memory on device cuda:0 (14.52/31.36 GiB) on startup is less\n"
+        "than desired GPU memory utilization (0.6059, 19.0 GiB)."
+    )
+    error = parse_startup_log(text).error
+    assert error is not None and error.kind == "free_memory"
+    assert (error.free_gib, error.utilization, error.requested_gib) == (14.52, 0.6059, 19.0)
+
+
+def test_tensor_parallel_ranks_keep_the_largest_weights_and_the_smallest_pool() -> None:
+    text = "\n".join(
+        [
+            "(Worker_TP0 pid=1) INFO [gpu_model_runner.py:1] Model loading took 16.90 GiB memory and 9.1 seconds",
+            "(Worker_TP1 pid=2) INFO [gpu_model_runner.py:1] Model loading took 16.92 GiB memory and 9.2 seconds",
+            "(Worker_TP0 pid=1) INFO [gpu_worker.py:1] Available KV cache memory: 43.41 GiB",
+            "(Worker_TP1 pid=2) INFO [gpu_worker.py:1] Available KV cache memory: 43.40 GiB",
+        ]
+    )
+    log = parse_startup_log(text)
+    assert (log.weights_gib, log.kv_pool_gib, log.ranks) == (16.92, 43.40, 2)
+
+
+def test_a_log_without_startup_lines_says_so() -> None:
+    log = parse_startup_log(
+        "INFO:     Started server process [1]\nINFO:     Waiting for application startup."
+    )
+    assert not log.has_startup_lines

@@ -1,0 +1,148 @@
+"""`colo verify` on logs collected elsewhere: a real log holds, a planted deviation is named, gaps say so."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from colo.cli import main
+from tests.verify.conftest import REAL_LOG, excerpt
+
+
+def _verify(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["verify", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_a_real_log_the_plan_predicted_exits_0_with_every_term_within_tolerance(
+    stack: Path, real_log: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _verify(
+        capsys, "--config", str(stack), "--log", str(real_log), "--server", "chat/llm", "--format", "json"
+    )
+    view = json.loads(out)
+    assert code == 0 and view["verdict"] == "within"
+    terms = {t["term"]: t for t in view["servers"][0]["terms"]}
+    assert {"release", "starts", "weights", "kv_pool", "kv_tokens", "max_concurrency"} <= set(terms)
+    assert terms["kv_pool"]["observed"] == 19.28
+    assert all(t["ok"] for t in terms.values())
+
+
+def test_a_kv_pool_ten_percent_smaller_exits_1_and_names_that_term_first(
+    stack: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    planted = tmp_path / "chat-llm.log"
+    planted.write_text(
+        excerpt(REAL_LOG).replace(
+            "Available KV cache memory: 19.28 GiB", "Available KV cache memory: 17.35 GiB"
+        )
+    )
+    code, out, _ = _verify(capsys, "--config", str(stack), "--log", str(planted), "--server", "chat/llm")
+    assert code == 1
+    headline = next(line for line in out.splitlines() if line.startswith("chat-llm"))
+    assert "PLAN WRONG: Available KV cache memory is off first" in headline
+    assert "first off: chat-llm Available KV cache memory" in out.splitlines()[-1]
+
+
+def test_the_cause_is_named_before_its_consequences(
+    stack: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Heavier weights shrink the pool too; the weights are what was wrong.
+    text = (
+        excerpt(REAL_LOG)
+        .replace("took 14.99 GiB", "took 16.99 GiB")
+        .replace("memory: 19.28", "memory: 17.28")
+    )
+    log = tmp_path / "chat-llm.log"
+    log.write_text(text)
+    code, out, _ = _verify(
+        capsys, "--config", str(stack), "--log", str(log), "--server", "chat/llm", "--format", "json"
+    )
+    assert code == 1
+    assert json.loads(out)["servers"][0]["first_off"] == "weights"
+
+
+def test_a_server_that_failed_to_start_where_the_plan_said_it_starts_is_named(
+    stack: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = excerpt(REAL_LOG).splitlines()
+    kept = lines[: next(i for i, line in enumerate(lines) if "Available KV cache memory" in line) + 1]
+    kept.append("(EngineCore_DP0 pid=7) ERROR [core.py:708] EngineCore failed to start.")
+    log = tmp_path / "chat-llm.log"
+    log.write_text("\n".join(kept))
+    code, out, _ = _verify(capsys, "--config", str(stack), "--log", str(log), "--server", "chat/llm")
+    assert code == 1
+    assert "startup is off first: planned starts, observed fails" in out
+    assert "startup error logged: EngineCore failed to start" in out
+
+
+def test_a_directory_of_logs_reads_every_server_and_says_which_could_not_be_read(
+    stack: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "chat-llm.log").write_text(excerpt(REAL_LOG))
+    code, out, _ = _verify(capsys, "--config", str(stack), "--logs", str(logs), "--format", "markdown")
+    assert code == 2
+    assert "chat-embedding" in out and f"no chat-embedding.log in {logs}" in out
+    kv_row = next(line for line in out.splitlines() if line.startswith("| Available KV cache memory (GiB) |"))
+    assert kv_row.split(" | ")[2] == "19.28" and kv_row.endswith("| yes |")
+
+
+def test_metrics_beside_a_log_add_the_cache_config_terms(
+    stack: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "chat-llm.log").write_text(excerpt(REAL_LOG))
+    (logs / "chat-llm.metrics").write_text(
+        '# TYPE vllm:cache_config_info gauge\nvllm:cache_config_info{block_size="16",cache_dtype="auto",'
+        'engine="0",gpu_memory_utilization="0.9",num_gpu_blocks="9871"} 1.0\n'
+    )
+    _, out, _ = _verify(capsys, "--config", str(stack), "--logs", str(logs), "--format", "json")
+    terms = {t["term"]: t for t in json.loads(out)["servers"][1]["terms"]}
+    assert terms["num_gpu_blocks"]["observed"] == 9871 and terms["num_gpu_blocks"]["ok"]
+    assert terms["block_size"]["planned"] == 16 and terms["block_size"]["ok"]
+
+
+def test_a_log_without_startup_lines_exits_2_and_says_so(
+    stack: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "chat-llm.log"
+    log.write_text("INFO:     Uvicorn running on http://0.0.0.0:8000\n")
+    code, out, _ = _verify(capsys, "--config", str(stack), "--log", str(log), "--server", "chat/llm")
+    assert code == 2
+    assert "the log holds none of vLLM's startup lines" in out
+    assert out.splitlines()[-1] == "verdict: nothing could be read"
+
+
+def test_a_server_the_plan_does_not_have_exits_2_naming_the_planned_ones(
+    stack: Path, real_log: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _verify(
+        capsys, "--config", str(stack), "--log", str(real_log), "--server", "chat/reranker"
+    )
+    assert code == 2
+    assert "the plan has no server chat/reranker (planned: chat/embedding, chat/llm)" in out
+
+
+def test_log_without_server_exits_2_plainly(
+    stack: Path, real_log: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = _verify(capsys, "--config", str(stack), "--log", str(real_log))
+    assert code == 2
+    assert "--log needs --server PAIR/ROLE" in err
+
+
+def test_no_kubeconfig_exits_2_and_says_how_to_go_on(
+    stack: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing-kubeconfig"))
+    code, out, err = _verify(capsys, "--config", str(stack))
+    assert code == 2 and out == ""
+    assert err.startswith("colo verify: nothing could be read: no usable kubeconfig")
+    assert "--logs DIR" in err
