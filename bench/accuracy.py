@@ -34,6 +34,7 @@ from colo.catalog import GIB, GpuLookupError, gpu
 from colo.catalog.architecture import ModelArchitecture
 from colo.config.estimate import EstimateArguments
 from colo.plan.estimate import Estimate, EstimateRefused, estimate
+from colo.plan.kv_cache import KV_DTYPE_BYTES
 from colo.plan.weights import parameter_parts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -125,17 +126,22 @@ def _release(entry: Mapping[str, Any]) -> str:
 
 
 def _gpu(entry: Mapping[str, Any]) -> dict[str, Any]:
-    """The GPU as a user would name it; by its printed total when the name finds no single catalog GPU."""
+    """The GPU as a user would name it, with the CUDA total the log prints where it prints one (the
+    device's own figure beats the catalog's, which another driver may report differently); by that total
+    alone when the name finds no single catalog GPU."""
     stated = str(entry.get("gpu") or "")
-    bare = re.sub(r"\s*\([^)]*\)|\s+x\d+$", "", stated).strip()
+    # "NVIDIA A100 80GB x4 (four pods ...)": the name is what precedes the remark and the GPU count.
+    bare = re.sub(r"\s+x\d+$", "", re.split(r"[(;]", stated)[0].strip())
     sizes = [f"{bare} {size}GB" for size in re.findall(r"(\d+)\s*GB", stated)]  # "(80GB variant)"
+    printed = entry.get("gpu_total_gib")
+    memory = {"gpu_memory_mib": round(float(printed) * 1024)} if printed else {}
     for name in (stated, bare, *sizes):
         try:
-            return {"gpu": gpu(name).name}
+            return {"gpu": gpu(name).name, **memory}
         except GpuLookupError as exc:
             reason = str(exc.args[0])
-    if entry.get("gpu_total_gib"):
-        return {"gpu_memory_mib": round(float(entry["gpu_total_gib"]) * 1024)}
+    if memory:
+        return memory
     raise Skip(f"GPU: {reason}" if stated else "GPU not named and its total not printed")
 
 
@@ -156,11 +162,25 @@ def _speculative(entry: Mapping[str, Any]) -> dict[str, Any]:
 
 def _kv_dtype(entry: Mapping[str, Any]) -> str:
     raw = str(entry.get("kv_cache_dtype") or "auto").split(" ")[0]
-    if raw.startswith("fp8"):
-        return raw
     if raw in KV_DTYPES:
         return KV_DTYPES[raw]
+    if raw in KV_DTYPE_BYTES:  # the 8-bit dtypes colo sizes, scales included
+        return raw
     raise Skip(f"KV cache dtype {raw} is not modelled")
+
+
+def _quantization_flag(entry: Mapping[str, Any]) -> str | None:
+    """`--quantization` where the log's own argument print shows it (`non-default args: {...}` or the 0.8
+    `args: Namespace(...)` line): vLLM then takes that method instead of resolving the checkpoint's (online
+    FP8 of an unquantized checkpoint, or `awq` kept off the Marlin kernel)."""
+    for line in entry.get("excerpt") or ():
+        text = str(line)
+        if "non-default args" not in text and "Namespace(" not in text:
+            continue
+        match = re.search(r"""quantization['"]?\s*[:=]\s*['"]([\w-]+)['"]""", text)
+        if match:
+            return match.group(1)
+    return None
 
 
 def arguments(entry: Mapping[str, Any]) -> EstimateArguments:
@@ -176,6 +196,7 @@ def arguments(entry: Mapping[str, Any]) -> EstimateArguments:
         "max_num_seqs": entry.get("max_num_seqs"),
         "max_num_batched_tokens": entry.get("max_num_batched_tokens"),
         "kv_cache_dtype": _kv_dtype(entry),
+        "quantization": _quantization_flag(entry),
         "enforce_eager": bool(entry.get("enforce_eager")),
         "tensor_parallel_size": int(entry.get("tensor_parallel_size") or 1),
         # Only where the log's source says how vLLM was installed: a pip install without FlashInfer.
@@ -208,7 +229,7 @@ def naive_weights_gib(arch: ModelArchitecture, tp: int) -> float:
 
 def naive_bytes_per_token(arch: ModelArchitecture, kv_cache_dtype: str) -> float:
     """Every layer a full-attention layer, every KV head on every rank: 2 x layers x kv heads x dim x bytes."""
-    dtype_bytes = 1 if kv_cache_dtype.startswith("fp8") else arch.dtype_bytes
+    dtype_bytes = KV_DTYPE_BYTES.get(kv_cache_dtype, arch.dtype_bytes)
     return 2.0 * arch.num_layers * arch.num_kv_heads * arch.head_dim * dtype_bytes
 
 
@@ -271,13 +292,15 @@ def _kv_given_pool(entry: Mapping[str, Any], args: EstimateArguments, results: R
 
 
 def _kv_from_util(entry: Mapping[str, Any], result: Estimate, results: Results) -> None:
+    """The pool in GiB where the log prints it, and the token count wherever it does (some logs print only
+    the `GPU KV cache size` line)."""
     pool = entry.get("available_kv_cache_gib")
-    if pool is None or (entry.get("startup_error") and float(pool) <= 0):
+    if entry.get("startup_error") and (pool is None or float(pool) <= 0):
         return
     naive = naive_kv_gib(result)
-    results.add(
-        "kv_util", Comparison(str(entry["id"]), "KV GiB", float(pool), result.budget.kv_bytes / GIB, naive)
-    )
+    if pool is not None:
+        colo = result.budget.kv_bytes / GIB
+        results.add("kv_util", Comparison(str(entry["id"]), "KV GiB", float(pool), colo, naive))
     capacity = result.budget.capacity
     if entry.get("kv_cache_tokens") is not None and capacity is not None:
         per_token = naive_bytes_per_token(result.arch, result.budget.spec.kv_cache_dtype)
