@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import re
 import statistics
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,11 +86,23 @@ class Verdict:
     colo_error: str
 
 
+@dataclass(frozen=True)
+class Facts:
+    """What a sized log exercises, as colo resolved it (for the coverage summary)."""
+
+    tensor_parallel_size: int
+    quantization: str
+    release: str
+    gpu: str
+    kv_cache_dtype: str
+
+
 @dataclass
 class Results:
     comparisons: dict[str, list[Comparison]] = field(default_factory=dict)
     verdicts: list[Verdict] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    facts: dict[str, Facts] = field(default_factory=dict)
 
     def add(self, group: str, comparison: Comparison) -> None:
         self.comparisons.setdefault(group, []).append(comparison)
@@ -361,6 +374,14 @@ def evaluate(entry: Mapping[str, Any], results: Results) -> None:
     """Every comparison this log allows, added to `results`; Skip when colo cannot size it."""
     args = arguments(entry)
     result = _size(args)
+    spec = result.budget.spec
+    results.facts[str(entry["id"])] = Facts(
+        tensor_parallel_size=spec.tensor_parallel_size,
+        quantization=result.arch.quantization or "none",
+        release=args.vllm_version,
+        gpu=result.gpu.name if result.gpu.from_catalog else "given by its CUDA total",
+        kv_cache_dtype=spec.kv_cache_dtype,
+    )
     _weights(entry, result, results)
     _kv_given_pool(entry, args, results)
     _kv_from_util(entry, result, results)
@@ -413,6 +434,8 @@ def verdict_counts(verdicts: list[Verdict]) -> tuple[int, int, int, int]:
 def split(results: Results, informed: set[str]) -> tuple[Results, Results]:
     """The headline results, and those of logs that informed a constant (reported apart)."""
     headline, flagged = Results(skipped=results.skipped), Results()
+    for entry_id, facts in results.facts.items():
+        (flagged if entry_id in informed else headline).facts[entry_id] = facts
     for group, comparisons in results.comparisons.items():
         for c in comparisons:
             (flagged if c.entry_id in informed else headline).add(group, c)
@@ -452,6 +475,28 @@ def table(results: Results) -> list[str]:
     return lines
 
 
+def _tally(values: Iterable[object]) -> str:
+    counts = Counter(str(v) for v in values)
+    return ", ".join(f"{value} {n}" for value, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def coverage(results: Results) -> list[str]:
+    """How many logs each group compares, and what the sized logs span."""
+    lines = []
+    for group, label, _ in GROUPS:
+        ids = {c.entry_id for c in results.comparisons.get(group, [])}
+        lines.append(f"  {label}: {len(ids)} logs")
+    lines.append(f"  startup verdicts: {len(results.verdicts)} logs")
+    facts = list(results.facts.values())
+    lines.append(f"  logs sized: {len(facts)}")
+    lines.append(f"  tensor-parallel sizes: {_tally(f.tensor_parallel_size for f in facts)}")
+    lines.append(f"  quantized formats (as colo resolves them): {_tally(f.quantization for f in facts)}")
+    lines.append(f"  KV cache dtypes: {_tally(f.kv_cache_dtype for f in facts)}")
+    lines.append(f"  releases: {_tally(f.release for f in facts)}")
+    lines.append(f"  GPUs: {_tally(f.gpu for f in facts)}")
+    return lines
+
+
 def _details(results: Results) -> list[str]:
     lines = []
     for group, comparisons in results.comparisons.items():
@@ -478,8 +523,11 @@ def main() -> int:
     entries = yaml.safe_load(DATA.read_text())["entries"]
     informed = informed_ids()
     headline, flagged = split(run(entries), informed)
+    usable = sum(1 for e in entries if e.get("usable"))
+    sized = len(headline.facts) + len(flagged.facts)
     print(
-        f"{len(entries)} logs, {sum(1 for e in entries if e.get('usable'))} usable; {len(headline.skipped)} not sized"
+        f"{len(entries)} logs, {usable} usable; {sized} sized ({len(flagged.facts)} of them informed a constant), "
+        f"{usable - sized} usable ones not sized"
     )
     print("\nCounts are figures compared (a log may print both a GiB and a token figure).")
     print("\nHeadline (logs that informed no constant):")
@@ -491,6 +539,10 @@ def main() -> int:
         print("\n".join(_details(headline) + _details(flagged)))
         print("\nNot sized:")
         print("\n".join(f"  {entry_id}: {reason}" for entry_id, reason in headline.skipped))
+    print("\nCoverage of the headline logs:")
+    print("\n".join(coverage(headline)))
+    print("Coverage of the logs that informed a constant:")
+    print("\n".join(coverage(flagged)))
     return 0
 
 

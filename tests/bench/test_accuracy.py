@@ -10,6 +10,7 @@ import pytest
 from bench.accuracy import (
     NAIVE_OVERHEAD_GIB,
     arguments,
+    coverage,
     informed_ids,
     run,
     split,
@@ -179,3 +180,13 @@ def test_a_per_token_head_kv_dtype_is_sized_not_skipped() -> None:
     assert arguments(
         _log("pth", kv_cache_dtype="int8_per_token_head", vllm_version="0.22.0")
     ).kv_cache_dtype == ("int8_per_token_head")
+
+
+def test_coverage_counts_the_sized_logs_by_tp_size_format_release_and_gpu(results: Any) -> None:
+    headline, flagged = split(results, {"informing"})
+    lines = coverage(headline)
+    assert "  logs sized: 2" in lines  # served and refused; informing is reported apart
+    assert "  tensor-parallel sizes: 1 2" in lines
+    assert "  releases: 0.19.1 2" in lines
+    assert "  GPUs: A100-40GB 2" in lines
+    assert "  logs sized: 1" in coverage(flagged)
