@@ -29,7 +29,7 @@ test: venv
 	$(BIN)/ruff check colo tests bench __main__.py
 	$(BIN)/ruff format --check colo tests bench __main__.py
 	$(BIN)/mypy
-	$(BIN)/pytest -q -n 2
+	$(BIN)/pytest -q -n 2 --dist loadgroup
 
 ## Upgrade every pinned package to the newest release pyproject.toml allows, and rewrite uv.lock.
 lock: $(UV)

@@ -30,9 +30,12 @@ class ColoError(Exception):
 class ConfigError(ColoError):
     """The stack config is invalid: nothing was planned or deployed."""
 
-    def __init__(self, problems: list[Problem]) -> None:
+    def __init__(self, problems: list[Problem], source: str = "") -> None:
         count = len(problems)
-        super().__init__(problems, f"invalid stack config ({count} problem{'s' if count != 1 else ''}):")
+        where = f" in {source}" if source else ""
+        super().__init__(
+            problems, f"invalid stack config{where} ({count} problem{'s' if count != 1 else ''}):"
+        )
 
 
 class ArgumentsError(ConfigError):
@@ -50,3 +53,13 @@ class InfeasiblePlanError(ColoError):
 
     def __init__(self, problems: list[Problem]) -> None:
         super().__init__(problems, "the plan does not fit; nothing was deployed:")
+
+
+class ModelsFileError(ConfigError):
+    """A `colo pack --models` file is invalid (each problem names its key): nothing was searched."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__(problems)
+        count = len(problems)
+        self.heading = f"invalid models file ({count} problem{'s' if count != 1 else ''}):"
+        self.args = (self.render(),)

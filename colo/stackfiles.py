@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from colo.config.yaml_safety import UnsafeYaml, load_yaml
 from colo.errors import ConfigError, Problem
+from colo.files import MIB, FileRefused, decode_utf8, read_bounded
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+MAX_STACK_FILE_BYTES = MIB  # a 100-pair stack file is about 50 KiB
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class StackFile:
     values: dict[str, Any]
     secret_keys: frozenset[str] = frozenset()
     others: dict[str, Any] = field(default_factory=dict)
+    source: str = ""  # the stack file's path, for messages
 
     def engine_config(self, secret_placeholder: str = "redacted") -> tuple[dict[str, str], list[str]]:
         """Config as the engine hands it to a program: 'project:key' -> string (JSON for objects)."""
@@ -55,11 +57,9 @@ def _encode(value: Any) -> str:
 
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        loaded = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError([Problem(str(path), "file not found")]) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError([Problem(str(path), f"not valid YAML: {exc}")]) from None
+        loaded = load_yaml(decode_utf8(read_bounded(path, MAX_STACK_FILE_BYTES)))
+    except (FileRefused, UnsafeYaml) as exc:
+        raise ConfigError([Problem(str(path), str(exc))]) from None
     if loaded is None:
         return {}
     if not isinstance(loaded, dict):
@@ -104,7 +104,7 @@ def load_stack_file(path: Path, *, project_file: Path | None = None, stack: str 
             secret_keys.add(short)
         values[short] = value
     stack_name = stack or path.name.removeprefix("Pulumi.").removesuffix(".yaml")
-    return StackFile(name, stack_name, values, frozenset(secret_keys), others)
+    return StackFile(name, stack_name, values, frozenset(secret_keys), others, source=str(path))
 
 
 def _stack_dir(root: Path) -> Path:

@@ -152,21 +152,72 @@ def s3_uris(config: StackConfig) -> list[tuple[str, str]]:
     return found
 
 
+def _status(exc: ClientError) -> int:
+    return int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
+
+
+def _denied(exc: ClientError) -> bool:
+    return _status(exc) == 403 or _error_code(exc) in ("403", "AccessDenied", "AllAccessDisabled")
+
+
+def _missing(exc: ClientError) -> bool:
+    return _status(exc) == 404 or _error_code(exc) in ("404", "NoSuchBucket", "NoSuchKey", "NotFound")
+
+
 def check_s3_prefix(s3: Any, path: str, uri: str) -> Check:
+    """Tell a missing bucket from a missing prefix, a prefix without config.json, and access denied.
+
+    A HEAD answer has no body, so its error code is only the HTTP status: a 404 of HeadObject cannot say
+    whether the bucket or the key is missing. So the bucket is asked first (HeadBucket), then the prefix is
+    listed (ListObjectsV2, one key), then config.json is asked for (HeadObject) - the order of the
+    permissions the weight sync needs: s3:ListBucket, then s3:GetObject."""
     where = parse_s3_prefix(uri)
     key = where.key("config.json")
+    fix = f"upload the model under {where}, or correct {path}"
+    try:
+        s3.head_bucket(Bucket=where.bucket)
+    except ClientError as exc:
+        if _missing(exc):
+            return Check(
+                path, False, f"no bucket named {where.bucket}", f"create the bucket, or correct {path}"
+            )
+        if _denied(exc):
+            return Check(
+                path,
+                False,
+                f"access to bucket {where.bucket} denied (HeadBucket needs s3:ListBucket)",
+                f"grant s3:ListBucket on arn:aws:s3:::{where.bucket} to the identity preflight and the sync use",
+            )
+        raise
+    try:
+        listed = s3.list_objects_v2(Bucket=where.bucket, Prefix=where.prefix, MaxKeys=1)
+    except ClientError as exc:
+        if _denied(exc):
+            return Check(
+                path,
+                False,
+                f"listing {where} denied (s3:ListBucket)",
+                f"grant s3:ListBucket on arn:aws:s3:::{where.bucket} for the prefix {where.prefix or '/'}",
+            )
+        raise
+    if not listed.get("KeyCount", len(listed.get("Contents", []))):
+        return Check(path, False, f"{where}: no objects under that prefix in bucket {where.bucket}", fix)
     try:
         s3.head_object(Bucket=where.bucket, Key=key)
     except ClientError as exc:
-        code = _error_code(exc)
-        reason = {"404": "no config.json there", "403": "access denied", "NoSuchBucket": "no such bucket"}
-        return Check(
-            f"{path}",
-            False,
-            f"s3://{where.bucket}/{key}: {reason.get(code, code)}",
-            f"upload the model under {where}, or correct {path}",
-        )
-    return Check(f"{path}", True, f"{where} holds config.json")
+        if _missing(exc):
+            return Check(
+                path, False, f"s3://{where.bucket}/{key}: the prefix holds objects but no config.json", fix
+            )
+        if _denied(exc):
+            return Check(
+                path,
+                False,
+                f"s3://{where.bucket}/{key}: reading it denied (s3:GetObject)",
+                f"grant s3:GetObject on arn:aws:s3:::{where.bucket}/{where.prefix}*",
+            )
+        raise
+    return Check(path, True, f"{where} holds config.json")
 
 
 def run_checks(

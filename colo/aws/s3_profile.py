@@ -6,7 +6,6 @@ A 70 GB model costs a few hundred kilobytes of reads.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -14,7 +13,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from colo.aws.clients import client
 from colo.aws.s3_uri import S3Prefix, parse_s3_prefix
 from colo.catalog.architecture import ModelArchitecture
-from colo.catalog.models import architecture_from_mapping
+from colo.catalog.models import MAX_CONFIG_BYTES, architecture_from_mapping, parse_config_json
 from colo.catalog.safetensors import header_length, parse_header, tensor_bytes_by_part
 
 
@@ -49,7 +48,9 @@ def read_s3_profile(uri: str, model_id: str, *, s3: Any = None) -> ModelArchitec
     config_key = where.key("config.json")
     current = config_key
     try:
-        raw = json.loads(s3.get_object(Bucket=where.bucket, Key=config_key)["Body"].read())
+        # One byte more than the bound, so that a larger object is seen to be larger.
+        head = _ranged(s3, where.bucket, config_key, 0, MAX_CONFIG_BYTES)
+        raw = parse_config_json(head)
         headers = []
         for current in safetensors_keys(s3, where):
             headers.append(read_header(s3, where.bucket, current))

@@ -1,13 +1,19 @@
 """Copy a model from an S3 prefix into a directory, so that a server only ever sees a complete copy.
 
-    python -m colo.aws.weight_sync s3://bucket/models/qwen3-8b/ /models/<pair>/<role>
+    python -m colo.aws.weight_sync [--verify] s3://bucket/models/qwen3-8b/ /models/<pair>/<role>
 
 - Idempotent: the published directory carries a completion marker listing every object's size and ETag
-  as verified; a re-run whose listing matches it downloads nothing.
-- Resumable: a download lands in `<file>.part` inside a staging directory beside the target; an
-  interrupted run leaves it there and the next run continues it with a Range GET pinned to the same ETag.
-- Verified: every file is checked against S3's SHA-256 checksum when the object has one, else its ETag
-  (MD5, or the multipart MD5-of-MD5s), before it counts as staged.
+  as verified when it was copied. A re-run trusts that marker: when S3's listing still matches it and every
+  file has its recorded size, nothing is downloaded or re-hashed (a restart costs one listing, not a read
+  of the whole checkpoint). `--verify` re-hashes every file of the published copy against S3's checksum
+  and fetches again the ones that differ.
+- Resumable at any point: work happens in a staging directory beside the target that records what is
+  already verified. A download lands in `<file>.part` and continues with a Range GET pinned to the same
+  ETag; unchanged files of the published copy are hard-linked in (atomically, under a temporary name) and
+  recorded; leftovers of an interrupted run are removed before publishing; a publish cut short between its
+  two renames is completed by the next run.
+- Verified: every downloaded file is checked against S3's SHA-256 checksum when the object has one, else its
+  ETag (MD5, or the multipart MD5-of-MD5s), before it counts as staged.
 - Atomic: the staging directory is renamed into place only when every file is verified and the marker is
   written, so the target either does not exist, or is a previous complete copy, or is the new one.
 
@@ -35,6 +41,7 @@ from colo.plan.model_volume import COMPLETE_MARKER  # written last; servers star
 
 STAGING_STATE = ".colo-staging.json"
 PART_SUFFIX = ".part"
+LINK_SUFFIX = ".link"  # a hard link being made, renamed over its final name once complete
 STREAM_CHUNK = 8 * 1024 * 1024
 
 Log = Callable[[str], None]
@@ -65,6 +72,11 @@ class SyncResult:
 
 def staging_dir(target: Path) -> Path:
     return target.with_name(f"{target.name}.partial")
+
+
+def retired_dir(target: Path) -> Path:
+    """Where the previous copy goes while the new one is renamed into place."""
+    return target.with_name(f"{target.name}.replaced")
 
 
 def list_remote(s3: Any, where: S3Prefix) -> list[RemoteFile]:
@@ -146,64 +158,152 @@ def _stage_file(
     _write_json(staging / STAGING_STATE, state)
 
 
+def _intact(s3: Any, bucket: str, directory: Path, remote: RemoteFile) -> bool:
+    """Re-hash one local file against what S3 reports for its object."""
+    return mismatch(directory / remote.name, remote_integrity(s3, bucket, remote.key)) is None
+
+
 def _reuse(published: Path, staging: Path, name: str) -> None:
+    """Hard-link an unchanged published file into the staging directory (a copy where links fail).
+
+    Made under a temporary name and renamed over the final one, so an interrupted run leaves either
+    nothing or a complete link; a staged file that already is the published one is left alone."""
     source, copy = published / name, staging / name
     copy.parent.mkdir(parents=True, exist_ok=True)
+    if copy.exists() and os.path.samefile(source, copy):
+        return
+    temporary = copy.with_name(copy.name + LINK_SUFFIX)
+    temporary.unlink(missing_ok=True)
     try:
-        os.link(source, copy)  # same filesystem: no bytes copied
+        os.link(source, temporary)  # same filesystem: no bytes copied
     except OSError:
-        shutil.copy2(source, copy)
+        shutil.copy2(source, temporary)
+    os.replace(temporary, copy)
+
+
+def _prune(staging: Path, names: set[str]) -> None:
+    """Remove what an interrupted run left behind (temporary files, objects no longer listed), so that only
+    the listed files and the marker are published."""
+    keep = names | {STAGING_STATE, COMPLETE_MARKER}
+    for path in sorted(staging.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+        relative = path.relative_to(staging).as_posix()
+        if path.is_dir() and not path.is_symlink():
+            if not any(path.iterdir()):
+                path.rmdir()
+        elif relative not in keep:
+            path.unlink()
 
 
 def _publish(staging: Path, target: Path) -> None:
-    """Swap the staged copy in. Between the two renames the target is briefly absent, never partial."""
+    """Swap the staged copy in. Between the two renames the target is briefly absent, never partial; a
+    run interrupted there leaves the staged copy complete, and the next run publishes it."""
+    retired = retired_dir(target)
+    shutil.rmtree(retired, ignore_errors=True)
     if target.exists():
-        retired = target.with_name(f"{target.name}.replaced")
-        shutil.rmtree(retired, ignore_errors=True)
         os.rename(target, retired)
-        os.rename(staging, target)
-        shutil.rmtree(retired, ignore_errors=True)
-    else:
-        os.rename(staging, target)
+    os.rename(staging, target)
+    shutil.rmtree(retired, ignore_errors=True)
 
 
-def sync(source: str, target: Path, *, s3: Any = None, log: Log = print) -> SyncResult:
-    where = parse_s3_prefix(source)
-    s3 = s3 or client("s3")
-    remote = list_remote(s3, where)
+def _staging_state(staging: Path, where: S3Prefix) -> dict[str, Any]:
+    """What an earlier run of the same source verified in `staging`; an empty staging directory otherwise.
+
+    The staged marker is written only once every file is verified, so where the state file is gone (the run
+    stopped between writing the marker and publishing) the marker's records stand for it."""
+    staging.mkdir(parents=True, exist_ok=True)
+    state = _read_json(staging / STAGING_STATE)
+    if state.get("source") == str(where):
+        return state
+    staged = _read_json(staging / COMPLETE_MARKER)
+    if staged.get("source") == str(where) and isinstance(staged.get("files"), dict):
+        return {"source": str(where), "verified": dict(staged["files"])}
+    shutil.rmtree(staging)
+    staging.mkdir(parents=True)
+    return {"source": str(where)}
+
+
+def _published_intact(
+    s3: Any, where: S3Prefix, target: Path, published: dict[str, Any], remote: list[RemoteFile], verify: bool
+) -> set[str]:
+    """Names of the published files that may be reused: recorded with the same size and ETag, present with
+    that size, and, with `verify`, re-hashed to S3's checksum."""
+    if published.get("source") != str(where):
+        return set()
+    records = published.get("files", {})
+    return {
+        f.name
+        for f in remote
+        if _matches(target, records.get(f.name), f) and (not verify or _intact(s3, where.bucket, target, f))
+    }
+
+
+def _check_listing(where: S3Prefix, remote: list[RemoteFile]) -> None:
     if not remote:
         raise SyncError(f"no objects under {where}: check weightsUri and that the model was uploaded there")
     if not any(f.name == "config.json" for f in remote):
         raise SyncError(f"{where} holds no config.json, so it is not a model directory vLLM can load")
-    listing = {f.name: f.record for f in remote}
-    published = _read_json(target / COMPLETE_MARKER)
-    same_listing = published.get("source") == str(where) and published.get("files") == listing
-    if same_listing and all(_matches(target, listing[f.name], f) for f in remote):
-        log(f"{target} already holds {where} ({len(remote)} files); nothing to do")
-        return SyncResult((), tuple(listing), up_to_date=True)
 
-    staging = staging_dir(target)
-    staging.mkdir(parents=True, exist_ok=True)
-    state = _read_json(staging / STAGING_STATE)
-    if state.get("source") != str(where):
-        shutil.rmtree(staging)
-        staging.mkdir(parents=True)
-        state = {"source": str(where)}
+
+@dataclass(frozen=True)
+class _Update:
+    """One run's inputs for filling the staging directory."""
+
+    s3: Any
+    where: S3Prefix
+    target: Path
+    staging: Path
+    intact: set[str]  # published files that may be reused
+    verify: bool
+    log: Log
+
+
+def _fill_staging(
+    run: _Update, remote: list[RemoteFile], state: dict[str, Any]
+) -> tuple[list[str], list[str]]:
+    """Stage every listed file: keep what an earlier run verified, link what the published copy holds
+    unchanged, download the rest. Returns (downloaded, reused)."""
+    verified: dict[str, Any] = state.setdefault("verified", {})
     downloaded: list[str] = []
     reused: list[str] = []
     for remote_file in remote:
         name = remote_file.name
-        if _matches(staging, state.get("verified", {}).get(name), remote_file):
+        staged = _matches(run.staging, verified.get(name), remote_file)
+        if staged and (not run.verify or _intact(run.s3, run.where.bucket, run.staging, remote_file)):
             reused.append(name)
-        elif _matches(target, published.get("files", {}).get(name), remote_file):
-            _reuse(target, staging, name)
+        elif name in run.intact:
+            _reuse(run.target, run.staging, name)
+            verified[name] = remote_file.record
+            _write_json(run.staging / STAGING_STATE, state)
             reused.append(name)
         else:
-            log(f"copying {name} ({remote_file.size} bytes)")
-            _stage_file(s3, where.bucket, remote_file, staging, state, log)
+            run.log(f"copying {name} ({remote_file.size} bytes)")
+            _stage_file(run.s3, run.where.bucket, remote_file, run.staging, state, run.log)
             downloaded.append(name)
-    (staging / STAGING_STATE).unlink()
+    return downloaded, reused
+
+
+def sync(source: str, target: Path, *, s3: Any = None, log: Log = print, verify: bool = False) -> SyncResult:
+    where = parse_s3_prefix(source)
+    s3 = s3 or client("s3")
+    remote = list_remote(s3, where)
+    _check_listing(where, remote)
+    listing = {f.name: f.record for f in remote}
+    if target.exists() and retired_dir(target).exists():  # a run stopped before removing the previous copy
+        shutil.rmtree(retired_dir(target))
+    published = _read_json(target / COMPLETE_MARKER)
+    intact = _published_intact(s3, where, target, published, remote, verify)
+    if published.get("files") == listing and intact == set(listing):
+        checked = "re-hashed" if verify else "sizes match the marker; --verify re-hashes"
+        log(f"{target} already holds {where} ({len(remote)} files, {checked}); nothing to do")
+        return SyncResult((), tuple(listing), up_to_date=True)
+
+    staging = staging_dir(target)
+    state = _staging_state(staging, where)
+    run = _Update(s3, where, target, staging, intact, verify, log)
+    downloaded, reused = _fill_staging(run, remote, state)
+    _prune(staging, set(listing))
     _write_json(staging / COMPLETE_MARKER, {"source": str(where), "files": listing})
+    (staging / STAGING_STATE).unlink(missing_ok=True)
     _publish(staging, target)
     log(f"published {where} at {target}: {len(downloaded)} copied, {len(reused)} already present")
     return SyncResult(tuple(downloaded), tuple(reused), up_to_date=False)
@@ -215,9 +315,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("source", help="s3://bucket/prefix/ holding config.json and the weights")
     parser.add_argument("target", type=Path, help="directory to publish the copy at, e.g. /models/chat/llm")
+    parser.add_argument(
+        "--verify",
+        action="store_true",
+        help="re-hash the published copy against S3's checksums instead of trusting its marker",
+    )
     args = parser.parse_args(argv)
     try:
-        sync(args.source, args.target)
+        sync(args.source, args.target, verify=args.verify)
     except (SyncError, ValueError) as exc:
         print(f"weight sync failed: {exc}", file=sys.stderr)
         return 1

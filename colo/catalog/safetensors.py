@@ -14,7 +14,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from colo.files import read_bounded
+
 MAX_HEADER_BYTES = 100 * 1024 * 1024  # the format's own limit
+MAX_INDEX_BYTES = 64 * 1024 * 1024  # the index of a trillion-parameter checkpoint is a few megabytes
 INDEX_FILE = "model.safetensors.index.json"
 LAYER_INDEX = re.compile(r"^(?:model\.)?(?:language_model\.)?(?:model\.)?layers\.(\d+)\.")
 # Tensors only a DeepSeek/GLM-style MTP layer carries (enorm, hnorm, eh_proj, shared_head): they mark its index.
@@ -104,11 +107,11 @@ def tensor_bytes_by_part(
 def read_index(directory: Path) -> dict[str, Any] | None:
     """model.safetensors.index.json: `metadata.total_size` is the tensors' exact bytes, `weight_map` their names."""
     path = directory / INDEX_FILE
-    if not path.is_file():
+    if not path.exists():
         return None
     try:
-        index = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
+        index = json.loads(read_bounded(path, MAX_INDEX_BYTES))
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise SafetensorsError(f"{INDEX_FILE} is not JSON: {exc}") from None
     if not isinstance(index, dict) or "total_size" not in (index.get("metadata") or {}):
         raise SafetensorsError(f"{INDEX_FILE} has no metadata.total_size")
@@ -118,6 +121,8 @@ def read_index(directory: Path) -> dict[str, Any] | None:
 def read_local_headers(directory: Path) -> list[dict[str, Any]]:
     headers = []
     for path in sorted(directory.glob("*.safetensors")):
+        if not path.is_file():  # a FIFO or device would block or never end
+            raise SafetensorsError(f"{path} is not a regular file")
         with path.open("rb") as handle:
             prefix = handle.read(8)
             length = header_length(prefix)

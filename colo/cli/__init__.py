@@ -1,4 +1,4 @@
-"""`colo` command line: plan, estimate, render, diff, preflight. Each command lives in its own module."""
+"""`colo` command line: plan, estimate, render, diff, preflight, pack. Each command lives in its own module."""
 
 from __future__ import annotations
 
@@ -27,6 +27,10 @@ COMMANDS = {
     "preflight": (
         "colo.cli.preflight_cmd",
         "check the AWS side (cluster, instance type, S3 models) with boto3",
+    ),
+    "pack": (
+        "colo.cli.pack_cmd",
+        "find the cheapest instance type and pairing that hold a list of models (or a stack's pairs)",
     ),
 }
 

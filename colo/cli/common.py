@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from colo.config import StackConfig, parse_stack_config
+from colo.errors import ConfigError
 from colo.stackfiles import REPO_ROOT, StackFile, load_stack, load_stack_file
 
 
@@ -25,12 +26,16 @@ def schema_choices(literal: Any) -> tuple[str, ...]:
     return tuple(str(value) for value in get_args(literal))
 
 
-def add_stack_arguments(parser: argparse.ArgumentParser, *, side: str | None = None) -> None:
-    """--stack or --config, one of them required; `side` names which side of a comparison they choose."""
+def add_stack_arguments(
+    parser: argparse.ArgumentParser, *, side: str | None = None
+) -> argparse._MutuallyExclusiveGroup:
+    """--stack or --config, one of them required; `side` names which side of a comparison they choose.
+    The group is returned so that a command can offer one more source in its place (pack's --models)."""
     prefix = f"{side}: " if side else ""
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--stack", help=f"{prefix}a stack in stacks/ (Pulumi.<stack>.yaml)")
     group.add_argument("--config", type=Path, help=f"{prefix}any file shaped like a Pulumi stack file")
+    return group
 
 
 def read_stack_file(args: argparse.Namespace, root: Path = REPO_ROOT) -> StackFile:
@@ -42,9 +47,12 @@ def read_stack_file(args: argparse.Namespace, root: Path = REPO_ROOT) -> StackFi
 def load_config(stack_file: StackFile) -> StackConfig:
     token = "hfToken" in stack_file.values
     region = stack_file.others.get("aws:region")
-    return parse_stack_config(
-        stack_file.values,
-        hf_token_set=token,
-        plaintext_token=token and "hfToken" not in stack_file.secret_keys,
-        aws_region=str(region) if region else None,
-    )
+    try:
+        return parse_stack_config(
+            stack_file.values,
+            hf_token_set=token,
+            plaintext_token=token and "hfToken" not in stack_file.secret_keys,
+            aws_region=str(region) if region else None,
+        )
+    except ConfigError as exc:
+        raise ConfigError(exc.problems, source=stack_file.source) from None

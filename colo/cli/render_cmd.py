@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from colo.cli.common import ExitCode, add_stack_arguments, read_stack_file
+from colo.cli.common import ExitCode, add_stack_arguments, load_config, read_stack_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -17,12 +17,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # Imported here so that `colo plan` never loads Pulumi.
+    stack_file = read_stack_file(args)
+    load_config(stack_file)  # refused here, before the program serialises any of it
+    # Imported only now, so that `colo plan` and a refused render never load Pulumi.
     from colo.components.errors import ProgramError
     from colo.mock_run import run_program
     from colo.render import write_render
 
-    stack_file = read_stack_file(args)
     try:
         program_run = run_program(stack_file, preview=args.preview)
     except ProgramError as exc:

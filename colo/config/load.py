@@ -8,7 +8,9 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic.alias_generators import to_camel
 
+from colo.config.catalog_checks import catalog_problems
 from colo.config.schema import StackConfig
+from colo.echo import shown
 from colo.errors import ConfigError, Problem
 
 PROJECT = "colo"
@@ -22,9 +24,9 @@ def config_path(loc: Sequence[int | str]) -> str:
     if not loc:
         return f"{PROJECT}:<root>"
     head, *rest = loc
-    text = f"{PROJECT}:{to_camel(str(head))}"
+    text = f"{PROJECT}:{to_camel(shown(str(head)))}"
     for part in rest:
-        text += f"[{part}]" if isinstance(part, int) else f".{to_camel(part)}"
+        text += f"[{part}]" if isinstance(part, int) else f".{to_camel(shown(part))}"
     return text
 
 
@@ -53,7 +55,7 @@ def parse_stack_config(
     """
     unknown = [key for key in raw if key not in CONFIG_KEYS and key not in SECRET_KEYS]
     problems = [
-        Problem(f"{PROJECT}:{key}", f"unknown config key; known keys are {', '.join(CONFIG_KEYS)}")
+        Problem(f"{PROJECT}:{shown(key)}", f"unknown config key; known keys are {', '.join(CONFIG_KEYS)}")
         for key in unknown
     ]
     if plaintext_token:
@@ -72,6 +74,7 @@ def parse_stack_config(
     except ValidationError as exc:
         problems += [Problem(config_path(err["loc"]), _message(err)) for err in exc.errors()]
         raise ConfigError(problems) from None
+    problems += catalog_problems(config)
     if problems:
         raise ConfigError(problems)
     return config

@@ -8,6 +8,7 @@ its path instead of a silently ignored setting.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -22,8 +23,12 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from colo.aws.s3_uri import s3_prefix_problem
 from colo.catalog.quant_methods import all_kv_cache_dtypes, all_quantization_names, check_name, quant_release
+from colo.config import formats
 from colo.config.cli_values import CliText
+from colo.echo import shown
+from colo.plan.extra_args import refusal
 from colo.plan.kv_cache import KV_DTYPE_BYTES
 from colo.roles import START_ORDER, Role
 
@@ -35,26 +40,71 @@ SpeculativeMethod = Literal["mtp", "eagle", "eagle3", "ngram"]
 QUANTIZATION_CHOICES = all_quantization_names()
 KV_CACHE_DTYPE_CHOICES = ("auto", *(name for name in all_kv_cache_dtypes() if name in KV_DTYPE_BYTES))
 
-_DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
-_VERSION = re.compile(r"^\d+\.\d+\.\d+(\.\d+)?(\.post\d+)?$")
-_QUANTITY = re.compile(r"^\d+(Ki|Mi|Gi|Ti)$")
-_CPU = re.compile(r"^(\d+(\.\d+)?|\d+m)$")
+# Every pattern is ASCII and matched whole (fullmatch): `$` accepts a trailing newline, `\d` other scripts' digits.
+_PAIR_NAME = re.compile(r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?")
+_VERSION = re.compile(r"[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4}(\.[0-9]{1,4})?(\.post[0-9]{1,4})?")
+_KUBERNETES_MINOR = re.compile(r"1\.[0-9]{1,2}")
+# Namespaces the cluster runs on; colo declares its namespace (with Pod Security labels) and would take
+# one of these over.
+SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
+MAX_EXTRA_ARGS = 256
+MAX_EXTRA_ARG_CHARS = 16 * 1024
+MAX_PATH_CHARS = 4096
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def _release_number(value: str) -> str:
-    if not _VERSION.match(value):
-        raise ValueError(f"'{value}' is not a vLLM release number; write it like 0.11.0")
+    if not _VERSION.fullmatch(value):
+        raise ValueError(f"'{shown(value)}' is not a vLLM release number; write it like 0.11.0")
     return value
 
 
+def _checked(check: Callable[[str], str | None]) -> AfterValidator:
+    """A pydantic validator from a formats check (None: fine; else the reason)."""
+
+    def validate(value: str) -> str:
+        problem = check(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    return AfterValidator(validate)
+
+
+def _plain_argument(value: str) -> str:
+    """One argument vLLM can be started with: not empty, not huge, no control characters exec or YAML
+    would mangle (newlines and tabs are fine)."""
+    if not value:
+        raise ValueError("an empty argument; drop it")
+    if len(value) > MAX_EXTRA_ARG_CHARS:
+        raise ValueError(
+            f"{len(value)} characters; an argument holds at most {MAX_EXTRA_ARG_CHARS} characters"
+        )
+    if _CONTROL.search(value):
+        raise ValueError(f"'{shown(value)}' holds control characters")
+    return value
+
+
+def _s3_or_path(value: str) -> str:
+    if value.startswith("s3://"):
+        problem = s3_prefix_problem(value)
+        if problem:
+            raise ValueError(problem)
+    return value
+
+
+DnsSubdomain = Annotated[str, _checked(formats.dns_subdomain)]
+ExtraArg = Annotated[CliText, AfterValidator(_plain_argument)]
+
+
 # The limits a stack key and a `colo estimate` flag share (colo.config.estimate): each is defined once here.
-MaxModelLen = Annotated[int, Field(ge=16)]
-MaxNumSeqs = Annotated[int, Field(ge=1)]
-MmLimits = dict[str, Annotated[int, Field(ge=0)]]  # --limit-mm-per-prompt items by modality
-MaxNumBatchedTokens = Annotated[int, Field(ge=16)]
+MaxModelLen = Annotated[int, Field(ge=16, le=10_000_000)]
+MaxNumSeqs = Annotated[int, Field(ge=1, le=65_536)]
+MmLimits = dict[str, Annotated[int, Field(ge=0, le=1024)]]  # --limit-mm-per-prompt items by modality
+MaxNumBatchedTokens = Annotated[int, Field(ge=16, le=10_000_000)]
 # vLLM accepts (0, 1]: vllm 0.33.0 config/cache.py::CacheConfig (Field(gt=0, le=1)).
 GpuMemoryUtilization = Annotated[float, Field(gt=0.0, le=1.0)]
-KvCacheMemoryBytes = Annotated[int, Field(gt=0)]
+KvCacheMemoryBytes = Annotated[int, Field(gt=0, le=2**40)]
 NumSpeculativeTokens = Annotated[int, Field(ge=1, le=16)]
 TensorParallelSize = Annotated[int, Field(ge=1)]
 GpuMemoryMiB = Annotated[int, Field(ge=1024)]  # no GPU under 1 GiB holds a vLLM process
@@ -87,24 +137,29 @@ Quantization = Annotated[str, AfterValidator(_a_vllm_method)]
 KvCacheDtype = Annotated[str, AfterValidator(_a_vllm_kv_dtype)]
 
 
-def _error(loc: tuple[str, ...], message: str, value: object = None) -> InitErrorDetails:
+def _error(loc: tuple[str | int, ...], message: str, value: object = None) -> InitErrorDetails:
     """A validation error at `loc` (camelCase keys), for checks that span several parts of the config."""
     return InitErrorDetails(type=PydanticCustomError("colo_config", message), loc=loc, input=value)
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True, validate_default=True
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+        validate_default=True,
+        allow_inf_nan=False,  # `.inf` and `.nan` are YAML floats; no setting means either
     )
 
 
 def require_pinned(image: str | None) -> str | None:
-    """An image reference must carry an explicit tag (not latest) or a digest."""
-    if image is None or "@sha256:" in image:
+    """An image reference a registry accepts, pinned by an explicit tag (not latest) or a full digest."""
+    if image is None:
         return image
-    tail = image.rsplit("/", 1)[-1]
-    if ":" not in tail or tail.endswith(":latest"):
-        raise ValueError(f"image '{image}' is not pinned; give an explicit tag such as :v0.11.0 or a digest")
+    parsed = formats.image_reference(image)
+    if isinstance(parsed, str):
+        raise ValueError(parsed)
     return image
 
 
@@ -122,6 +177,21 @@ class VllmImage(_Model):
     def _pinned(cls, value: str | None) -> str | None:
         return require_pinned(value)
 
+    @model_validator(mode="after")
+    def _official_image_runs_the_version(self) -> VllmImage:
+        """The budget mirrors `version`; an official image of another release would run other rules."""
+        parsed = formats.image_reference(self.image) if self.image else None
+        if isinstance(parsed, tuple):
+            name, tag, _ = parsed
+            wanted = f"v{self.version}"
+            official = name in formats.OFFICIAL_VLLM
+            if official and tag is not None and tag != wanted and not tag.startswith(wanted + "-"):
+                raise ValueError(
+                    f"image {shown(self.image)} is vLLM {tag.removeprefix('v')}, but vllm.version is "
+                    f"{self.version}, whose memory rules the budget mirrors; set both to the same release"
+                )
+        return self
+
     @property
     def resolved_image(self) -> str:
         return self.image or f"vllm/vllm-openai:v{self.version}"
@@ -135,13 +205,17 @@ class Speculative(_Model):
 class ServerSpec(_Model):
     """One vLLM server: the model, where its architecture is read from, and the engine limits."""
 
-    model: str = Field(description="Hugging Face model id; also the served model name")
-    profile: str | None = Field(
+    model: Annotated[str, _checked(formats.model_id)] = Field(
+        description="Hugging Face model id; also the served model name"
+    )
+    profile: (
+        Annotated[str, Field(min_length=1, max_length=MAX_PATH_CHARS), AfterValidator(_s3_or_path)] | None
+    ) = Field(
         default=None,
         description="Where the architecture is read: omitted = colo's catalog; a config.json or model "
         "directory path; or an s3://bucket/prefix/ holding config.json and *.safetensors",
     )
-    weights_uri: str | None = Field(
+    weights_uri: Annotated[str, _checked(s3_prefix_problem)] | None = Field(
         default=None,
         description="s3://bucket/prefix/ copied into the model volume before start; omitted = the "
         "Hugging Face Hub at start-up",
@@ -177,7 +251,9 @@ class ServerSpec(_Model):
         description="--skip-mm-profiling (vLLM >= 0.10.1): the vision encoder is built but not profiled",
     )
     enforce_eager: Literal["auto"] | bool = "auto"
-    cudagraph_capture_sizes: list[Annotated[int, Field(ge=1)]] | None = None
+    cudagraph_capture_sizes: (
+        Annotated[list[Annotated[int, Field(ge=1, le=65_536)]], Field(max_length=1024)] | None
+    ) = None
     gpu_memory_utilization: GpuMemoryUtilization | None = Field(
         default=None, description="Override the derived value; checked the same way"
     )
@@ -185,7 +261,7 @@ class ServerSpec(_Model):
         default=None, description="Override: a fixed KV pool (vLLM >= 0.10.2)"
     )
     vllm: VllmImage = VllmImage()
-    extra_args: list[CliText] = Field(default_factory=list)
+    extra_args: Annotated[list[ExtraArg], Field(max_length=MAX_EXTRA_ARGS)] = Field(default_factory=list)
     cpu: CliText | None = Field(default=None, description="CPU request; default by role (colo.roles)")
     memory: str | None = Field(
         default=None, description="Memory request and limit; default by role (colo.roles)"
@@ -194,15 +270,17 @@ class ServerSpec(_Model):
     @field_validator("cpu")
     @classmethod
     def _cpu_quantity(cls, value: str | None) -> str | None:
-        if value is not None and not _CPU.match(value):
-            raise ValueError(f"'{value}' is not a Kubernetes CPU quantity; write it like 2 or 1500m")
+        problem = formats.cpu_quantity(value) if value is not None else None
+        if problem:
+            raise ValueError(problem)
         return value
 
     @field_validator("memory")
     @classmethod
     def _memory_quantity(cls, value: str | None) -> str | None:
-        if value is not None and not _QUANTITY.match(value):
-            raise ValueError(f"'{value}' is not a Kubernetes memory quantity; write it like 16Gi")
+        problem = formats.byte_quantity(value, "memory") if value is not None else None
+        if problem:
+            raise ValueError(problem)
         return value
 
     @field_validator("cudagraph_capture_sizes")
@@ -214,32 +292,17 @@ class ServerSpec(_Model):
             raise ValueError("give at least one capture size, or set enforceEager: true for none")
         return sorted(set(value))
 
-    @field_validator("extra_args")
-    @classmethod
-    def _no_managed_flags(cls, value: list[str]) -> list[str]:
-        managed = {
-            "--gpu-memory-utilization",
-            "--kv-cache-memory-bytes",
-            "--max-model-len",
-            "--max-num-seqs",
-            "--max-num-batched-tokens",
-            "--kv-cache-dtype",
-            "--enforce-eager",
-            "--compilation-config",
-            "--tensor-parallel-size",
-            "--port",
-            "--quantization",
-            "--speculative-config",
-            "--language-model-only",
-            "--limit-mm-per-prompt",
-            "--skip-mm-profiling",
-        }
-        for arg in value:
-            flag = arg.split("=", 1)[0]
-            if flag in managed:
-                key = to_camel(flag.lstrip("-").replace("-", "_"))
-                raise ValueError(f"{flag} is set by colo from the budget; use the field '{key}' instead")
-        return value
+    @model_validator(mode="after")
+    def _extra_args_leave_derived_flags_alone(self) -> ServerSpec:
+        """Read as the pinned vLLM reads its command line, so no spelling of a derived flag gets through."""
+        errors = [
+            _error(("extraArgs", index), reason, arg)
+            for index, arg in enumerate(self.extra_args)
+            if (reason := refusal(arg, self.vllm.version)) is not None
+        ]
+        if errors:
+            raise ValidationError.from_exception_data(type(self).__name__, errors)
+        return self
 
     @field_validator("quantization")
     @classmethod
@@ -304,16 +367,16 @@ class Pair(_Model):
     @field_validator("name")
     @classmethod
     def _dns_label(cls, value: str) -> str:
-        if not _DNS_LABEL.match(value):
+        if not _PAIR_NAME.fullmatch(value):
             raise ValueError(
-                f"'{value}' is not a DNS label; use lower-case letters, digits and '-', starting with a "
-                "letter, at most 40 characters (it names Kubernetes objects)"
+                f"'{shown(value)}' is not a DNS label; use lower-case letters, digits and '-', starting "
+                "with a letter, at most 40 characters (it names Kubernetes objects)"
             )
         return value
 
 
 class Cluster(_Model):
-    name: str = "colo"
+    name: Annotated[str, _checked(formats.cluster_name)] = "colo"
     kubernetes_version: str = "1.34"
     node_image: NodeImage = "al2023-nvidia"
     gpu_pairing: GpuPairing = "uuid-handoff"
@@ -325,15 +388,21 @@ class Cluster(_Model):
     @field_validator("kubernetes_version")
     @classmethod
     def _minor_version(cls, value: str) -> str:
-        if not re.match(r"^1\.\d+$", value):
-            raise ValueError(f"'{value}' is not a Kubernetes minor version; write it like 1.34")
+        if not _KUBERNETES_MINOR.fullmatch(value):
+            raise ValueError(f"'{shown(value)}' is not a Kubernetes minor version; write it like 1.34")
         return value
 
     @field_validator("namespace")
     @classmethod
     def _namespace(cls, value: str) -> str:
-        if not _DNS_LABEL.match(value):
-            raise ValueError(f"'{value}' is not a valid namespace name (a lower-case DNS label)")
+        problem = formats.dns_label(value)
+        if problem:
+            raise ValueError(f"not a valid namespace name: {problem}")
+        if value in SYSTEM_NAMESPACES:
+            raise ValueError(
+                f"{value} is a namespace the cluster itself uses; colo declares its namespace (with Pod Security "
+                "labels) and must not take that one over: choose a namespace of its own, e.g. colo"
+            )
         return value
 
     @property
@@ -345,6 +414,8 @@ class NodePool(_Model):
     mode: Literal["managed", "existing"] = "existing"
     gpu: str = Field(
         default="L40S",
+        min_length=1,
+        max_length=128,
         description="The GPU, by any name nvidia-smi prints or its usual short form (L40S, NVIDIA H100 80GB "
         "HBM3, RTX 4090); for a GPU colo's catalog lacks, give gpuMemoryMiB (this name is then a label)",
     )
@@ -355,15 +426,34 @@ class NodePool(_Model):
         "the device total vLLM prints (not nvidia-smi's memory.total, which is larger). For a GPU colo's "
         "catalog lacks; beside a catalog gpu it replaces the catalog's total",
     )
-    instance_type: str = "g6e.xlarge"
-    gpus_per_node: Annotated[int, Field(ge=1)] | None = Field(
+    instance_type: Annotated[str, _checked(formats.instance_type_name)] = "g6e.xlarge"
+    gpus_per_node: Annotated[int, Field(ge=1, le=16)] | None = Field(
         default=None, description="GPUs per node; default from the instance type"
     )
-    spare_gpus: Annotated[int, Field(ge=0)] = 0
-    subnet_ids: list[str] = Field(default_factory=list)
-    node_selector: dict[str, CliText] = Field(default_factory=dict)
-    root_volume_gib: int | None = Field(default=None, ge=50, alias="rootVolumeGiB")
-    max_nodes: Annotated[int, Field(ge=1)] | None = None
+    spare_gpus: Annotated[int, Field(ge=0, le=4096)] = 0
+    subnet_ids: Annotated[list[Annotated[str, _checked(formats.subnet_id)]], Field(max_length=32)] = Field(
+        default_factory=list
+    )
+    node_selector: Annotated[dict[str, CliText], Field(max_length=32)] = Field(default_factory=dict)
+    root_volume_gib: int | None = Field(default=None, ge=50, le=16_384, alias="rootVolumeGiB")
+    max_nodes: Annotated[int, Field(ge=1, le=1000)] | None = None
+
+    @field_validator("node_selector")
+    @classmethod
+    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, label in value.items():
+            problem = formats.label_key(key) or formats.label_value(label)
+            if problem:
+                raise ValueError(f"{problem} (key '{shown(key)}')")
+        return value
+
+    @field_validator("subnet_ids")
+    @classmethod
+    def _distinct_subnets(cls, value: list[str]) -> list[str]:
+        repeated = sorted({s for s in value if value.count(s) > 1})
+        if repeated:
+            raise ValueError(f"{', '.join(repeated)} listed more than once")
+        return value
 
     @property
     def named_gpu(self) -> str | None:
@@ -380,17 +470,18 @@ class NodePool(_Model):
 
 
 class Storage(_Model):
-    storage_class: str = "gp3"
+    storage_class: DnsSubdomain = "gp3"
     size: str = "500Gi"
     access_mode: Literal["ReadWriteOnce", "ReadWriteMany", "ReadOnlyMany"] = "ReadWriteOnce"
-    read_throughput_mib_per_s: float = Field(default=250.0, gt=0, alias="readThroughputMiBps")
-    hub_download_mib_per_s: float = Field(default=100.0, gt=0, alias="hubDownloadMiBps")
+    # 1 MiB/s to 100 GiB/s: below, a startup budget runs into days; above, no volume or link delivers.
+    read_throughput_mib_per_s: float = Field(default=250.0, ge=1, le=102_400, alias="readThroughputMiBps")
+    hub_download_mib_per_s: float = Field(default=100.0, ge=1, le=102_400, alias="hubDownloadMiBps")
     sync_image: str | None = Field(
         default=None,
         description="Image that copies weightsUri into the volume: built from this repository's Dockerfile, "
         "pinned by tag or digest; required when a server sets weightsUri",
     )
-    sync_service_account: str | None = Field(
+    sync_service_account: DnsSubdomain | None = Field(
         default=None, description="Service account allowed to read the S3 prefixes (IRSA or Pod Identity)"
     )
 
@@ -402,19 +493,20 @@ class Storage(_Model):
     @field_validator("size")
     @classmethod
     def _quantity(cls, value: str) -> str:
-        if not _QUANTITY.match(value):
-            raise ValueError(f"'{value}' is not a Kubernetes storage quantity; write it like 500Gi")
+        problem = formats.byte_quantity(value, "storage")
+        if problem:
+            raise ValueError(problem)
         return value
 
 
 class Budget(_Model):
     # Replaying the field report, the prediction of nvidia-smi "used" was low by up to 282 MiB; the default
     # margin covers that with room to spare.
-    safety_margin_mib: int = Field(default=1024, ge=0, alias="safetyMarginMiB")
-    embedding_max_model_len: Annotated[int, Field(ge=16)] = 8192
-    embedding_max_num_seqs: Annotated[int, Field(ge=1)] = 64
-    embedding_concurrency: Annotated[float, Field(gt=0)] = 2.0
-    llm_min_concurrency: Annotated[float, Field(gt=0)] = 1.0
+    safety_margin_mib: int = Field(default=1024, ge=0, le=65_536, alias="safetyMarginMiB")
+    embedding_max_model_len: Annotated[int, Field(ge=16, le=10_000_000)] = 8192
+    embedding_max_num_seqs: Annotated[int, Field(ge=1, le=65_536)] = 64
+    embedding_concurrency: Annotated[float, Field(gt=0, le=65_536)] = 2.0
+    llm_min_concurrency: Annotated[float, Field(gt=0, le=65_536)] = 1.0
     calibration: str | None = Field(
         default=None,
         description="A calibration file written by `colo verify --record`: the plan uses its observed "
@@ -448,8 +540,18 @@ class Observability(_Model):
     @field_validator("dashboard_namespace")
     @classmethod
     def _namespace(cls, value: str | None) -> str | None:
-        if value is not None and not _DNS_LABEL.match(value):
-            raise ValueError(f"'{value}' is not a valid namespace name (a lower-case DNS label)")
+        problem = formats.dns_label(value) if value is not None else None
+        if problem:
+            raise ValueError(f"not a valid namespace name: {problem}")
+        return value
+
+    @field_validator("monitor_labels")
+    @classmethod
+    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, label in value.items():
+            problem = formats.label_key(key) or formats.label_value(label)
+            if problem:
+                raise ValueError(f"{problem} (key '{shown(key)}')")
         return value
 
 
@@ -459,7 +561,7 @@ class StackConfig(_Model):
     storage: Storage = Storage()
     budget: Budget = Budget()
     observability: Observability = Observability()
-    pairs: list[Pair]
+    pairs: Annotated[list[Pair], Field(max_length=1000)]
     hf_token_set: bool = Field(default=False, description="True when the secret colo:hfToken is present")
     aws_region: str | None = Field(
         default=None, description="The stack's aws:region (outside the colo namespace), when it is set"

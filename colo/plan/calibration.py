@@ -16,11 +16,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from colo.catalog import MIB
 from colo.catalog.vllm_rules import MeasuredConstants, constants
+from colo.config.yaml_safety import UnsafeYaml, load_yaml
+from colo.files import FileRefused, decode_utf8, read_bounded
 from colo.plan.budget import ProcessSpec
 from colo.stackfiles import REPO_ROOT
 
@@ -112,6 +113,7 @@ def resolve(path: str) -> Path:
 
 
 _CACHE: dict[tuple[Path, int, int], Calibration] = {}
+MAX_CALIBRATION_BYTES = 4 * MIB  # a recorded entry is a few hundred bytes
 
 
 def load_calibration(path: str) -> Calibration:
@@ -123,9 +125,10 @@ def load_calibration(path: str) -> Calibration:
     key = (file, stat.st_mtime_ns, stat.st_size)
     if key not in _CACHE:
         try:
-            _CACHE[key] = Calibration.model_validate(yaml.safe_load(file.read_text()) or {})
-        except yaml.YAMLError as exc:
-            raise CalibrationError(f"{path} is not valid YAML: {exc}") from None
+            text = decode_utf8(read_bounded(file, MAX_CALIBRATION_BYTES))
+            _CACHE[key] = Calibration.model_validate(load_yaml(text) or {})
+        except (FileRefused, UnsafeYaml) as exc:
+            raise CalibrationError(f"{path}: {exc}") from None
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(part) for part in first["loc"])

@@ -132,7 +132,8 @@ def test_a_missing_model_prefix_fails(aws: None, tmp_path: Path, capsys: pytest.
     code, out = preflight(path, capsys)
     assert code == 1
     assert (
-        f"✗ colo:pairs[0].llm.weightsUri: s3://{BUCKET}/not-uploaded/config.json: no config.json there" in out
+        f"✗ colo:pairs[0].llm.weightsUri: s3://{BUCKET}/not-uploaded/: no objects under that prefix in bucket "
+        f"{BUCKET}" in out
     )
 
 

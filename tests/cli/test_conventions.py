@@ -35,7 +35,7 @@ def test_estimate_accepts_exactly_the_values_a_stack_file_accepts(flag: str, val
     assert exit_info.value.code == ExitCode.INVALID
 
 
-@pytest.mark.parametrize("command", ["plan", "render", "diff", "preflight"])
+@pytest.mark.parametrize("command", ["plan", "render", "diff", "preflight", "pack"])
 def test_every_stack_command_takes_a_stack_or_a_config_file(command: str) -> None:
     extra = {"render": ["--out", "out"], "diff": ["--base", "main"]}.get(command, [])
     parser = build_parser(command)

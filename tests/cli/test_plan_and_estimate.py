@@ -73,14 +73,61 @@ def test_an_invalid_config_exits_two_without_a_traceback(
     assert "Traceback" not in err
 
 
-def test_a_model_outside_the_catalog_asks_for_its_config_json(
+def test_a_model_outside_the_catalog_is_an_invalid_config_that_asks_for_its_config_json(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     def unknown(values: dict) -> None:  # type: ignore[type-arg]
         values["pairs"][0]["llm"]["model"] = "example/unknown-13b"
 
-    assert main(["plan", "--config", str(_stack_file(tmp_path, unknown))]) == 1
-    assert "colo:pairs[0].llm.model" in capsys.readouterr().out
+    assert main(["plan", "--config", str(_stack_file(tmp_path, unknown))]) == 2
+    err = capsys.readouterr().err
+    assert "colo:pairs[0].llm.model: 'example/unknown-13b' is not in colo's model catalog" in err
+    assert "colo:pairs[0].llm.profile" in err
+
+
+UNPLANNABLE = [
+    (
+        "a vLLM release colo does not mirror",
+        "pairs.0.llm.vllm",
+        {"version": "0.40.0"},
+        "colo:pairs[0].llm.vllm.version",
+    ),
+    ("a GPU colo does not know", "nodePool.gpu", "B300", "colo:nodePool.gpu"),
+    (
+        "a KV pool flag the release lacks",
+        "pairs.0.llm.kvCacheMemoryBytes",
+        2**30,
+        "colo:pairs[0].llm.kvCacheMemoryBytes",
+    ),
+]
+
+
+@pytest.mark.parametrize(("what", "key", "value", "path"), UNPLANNABLE, ids=[u[0] for u in UNPLANNABLE])
+@pytest.mark.parametrize("command", ["plan", "render"])
+def test_a_name_colo_cannot_plan_for_exits_2_as_an_invalid_config(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    what: str,
+    key: str,
+    value: object,
+    path: str,
+) -> None:
+    def change(values: dict) -> None:  # type: ignore[type-arg]
+        *parents, last = key.split(".")
+        node = values
+        for part in parents:
+            node = node[int(part)] if part.isdigit() else node[part]
+        node[last] = value
+        if last == "kvCacheMemoryBytes":
+            node["vllm"] = {"version": "0.10.1.1"}
+
+    out = ["--out", str(tmp_path / "out")] if command == "render" else []
+    assert main([command, "--config", str(_stack_file(tmp_path, change)), *out]) == 2, what
+    err = capsys.readouterr().err
+    assert err.startswith("invalid stack config")
+    assert path in err
+    assert not (tmp_path / "out").exists()
 
 
 def _estimate(capsys: pytest.CaptureFixture[str], *flags: str, gpu: str = "L40S") -> tuple[int, dict]:  # type: ignore[type-arg]

@@ -64,7 +64,7 @@ def test_unpinned_image_is_rejected_with_the_fix() -> None:
 def test_flags_colo_derives_cannot_be_smuggled_through_extra_args() -> None:
     raw = _valid()
     raw["pairs"][0]["llm"]["extraArgs"] = ["--gpu-memory-utilization=0.95"]
-    message = _problems(raw)["colo:pairs[0].llm.extraArgs"]
+    message = _problems(raw)["colo:pairs[0].llm.extraArgs[0]"]
     assert "gpuMemoryUtilization" in message
 
 

@@ -36,8 +36,11 @@ def test_the_stack_may_name_the_gpu_as_nvidia_smi_prints_it() -> None:
 
 
 def test_an_ambiguous_gpu_name_is_refused_at_its_key_with_the_candidates() -> None:
-    plan = _plan(gpu="A100")
-    message = {p.path: p.message for p in plan.problems}["colo:nodePool.gpu"]
+    raw = copy.deepcopy(load_stack("local").values)
+    _unnamed_pool(raw, gpu="A100")
+    with pytest.raises(ConfigError) as caught:  # an invalid config, before anything is planned
+        parse_stack_config(raw)
+    message = {p.path: p.message for p in caught.value.problems}["colo:nodePool.gpu"]
     assert "A100-40GB" in message and "A100-80GB" in message
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 
 from colo.catalog import gpu
-from colo.config import parse_stack_config
+from colo.config import StackConfig, parse_stack_config
 from colo.plan.pair import server_args, size_pair, startup_probes, validate_pair
 from colo.stackfiles import load_stack
 
@@ -19,7 +19,8 @@ def _dev(**llm: object) -> dict[str, object]:
 def test_validation_reports_every_server_before_anything_is_sized() -> None:
     raw = _dev(model="example/unknown-model")
     raw["pairs"][0]["embedding"]["vllm"] = {"version": "0.7.3"}  # before the mirrored releases
-    config = parse_stack_config(raw)
+    # the schema alone: parse_stack_config would refuse both names before any planning
+    config = StackConfig.model_validate(raw)
     checked, problems = validate_pair(config.pairs[0], 0, None)
     assert [p.path for p in problems] == ["colo:pairs[0].embedding.vllm.version", "colo:pairs[0].llm.model"]
     assert [c.role for c in checked] == ["reranker"]  # the one server that could be sized

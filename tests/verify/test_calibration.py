@@ -141,8 +141,8 @@ def test_an_unreadable_calibration_is_a_problem_of_its_config_key(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     stack = write_stack(tmp_path, calibration=str(tmp_path / "nowhere.yaml"))
-    assert main(["plan", "--config", str(stack)]) == 1
-    assert "colo:budget.calibration: cannot read" in capsys.readouterr().out
+    assert main(["plan", "--config", str(stack)]) == 2  # an invalid config, like an unreadable profile
+    assert "colo:budget.calibration: cannot read" in capsys.readouterr().err
 
 
 def test_recording_twice_keeps_every_observation_and_the_largest_figures(

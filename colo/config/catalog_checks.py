@@ -1,0 +1,105 @@
+"""Checks of a valid-looking config against colo's catalogs: names colo cannot plan for are an invalid config.
+
+A model the catalog lacks (with no `profile`), a profile file that cannot be read, a GPU colo does not know, a
+vLLM release whose memory rules it does not mirror, or more GPUs per node than the instance type has: none
+of these is a plan that does not fit, so each is reported with the config's other problems (exit code 2),
+before any planning.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from colo.catalog import GpuLookupError, instance_type, resolve_gpu
+from colo.catalog.models import architecture_from_path, catalog_ids
+from colo.catalog.vllm_rules import first_release_where, rules_for
+from colo.config.schema import ServerSpec, StackConfig
+from colo.echo import shown
+from colo.errors import Problem
+
+
+def _servers(config: StackConfig) -> list[tuple[str, ServerSpec]]:
+    found = []
+    for index, pair in enumerate(config.pairs):
+        for role, server in (("llm", pair.llm), ("embedding", pair.embedding), ("reranker", pair.reranker)):
+            if server is not None:
+                found.append((f"colo:pairs[{index}].{role}", server))
+    return found
+
+
+def _local_profile_problem(profile: str, model: str) -> str | None:
+    """Why a profile on disk cannot be read (missing, not a regular file, not a config.json); read once here
+    so that a path mistake is an invalid config. s3:// profiles are read when planning, with AWS access."""
+    from colo.stackfiles import REPO_ROOT  # the project root, which relative profiles are resolved against
+
+    local = Path(profile)
+    try:
+        architecture_from_path(local if local.is_absolute() else REPO_ROOT / local, model)
+    except (OSError, ValueError) as exc:
+        return f"cannot read the architecture from {shown(profile)}: {exc}"
+    return None
+
+
+def _server_problems(path: str, server: ServerSpec, known_models: set[str]) -> list[Problem]:
+    problems = []
+    try:
+        rules = rules_for(server.vllm.version)
+    except ValueError as exc:
+        problems.append(Problem(f"{path}.vllm.version", str(exc)))
+    else:
+        if server.kv_cache_memory_bytes is not None and not rules.has_kv_cache_memory_bytes:
+            added = first_release_where(lambda r: r.has_kv_cache_memory_bytes)
+            problems.append(
+                Problem(
+                    f"{path}.kvCacheMemoryBytes",
+                    f"vLLM {server.vllm.version} has no --kv-cache-memory-bytes (added in {added})",
+                )
+            )
+    if server.profile is not None and not server.profile.startswith("s3://"):
+        problem = _local_profile_problem(server.profile, server.model)
+        if problem:
+            problems.append(Problem(f"{path}.profile", problem))
+    if server.profile is None and server.model not in known_models:
+        problems.append(
+            Problem(
+                f"{path}.model",
+                f"'{shown(server.model)}' is not in colo's model catalog; set {path}.profile to its config.json, "
+                "a model directory, or an s3:// prefix holding config.json",
+            )
+        )
+    return problems
+
+
+def _node_pool_problems(config: StackConfig) -> list[Problem]:
+    pool = config.node_pool
+    problems = []
+    try:
+        resolve_gpu(pool.named_gpu, pool.gpu_memory_mib)
+    except GpuLookupError as exc:
+        problems.append(Problem("colo:nodePool.gpu", str(exc.args[0])))
+    named = pool.mode == "managed" or "instance_type" in pool.model_fields_set
+    known = instance_type(pool.instance_type) if named else None
+    if known is not None and pool.gpus_per_node is not None and pool.gpus_per_node > known.gpus:
+        problems.append(
+            Problem(
+                "colo:nodePool.gpusPerNode",
+                f"{pool.instance_type} has {known.gpus} GPU{'s' if known.gpus != 1 else ''}; {pool.gpus_per_node} "
+                "per node would place pairs on GPUs that do not exist. Drop gpusPerNode or lower it",
+            )
+        )
+    return problems
+
+
+def _calibration_problems(config: StackConfig) -> list[Problem]:
+    from colo.plan.calibration import calibration_problem  # the plan's own reader, bounded like a profile
+
+    problem = calibration_problem(config.budget.calibration)
+    return [Problem("colo:budget.calibration", problem)] if problem else []
+
+
+def catalog_problems(config: StackConfig) -> list[Problem]:
+    known_models = set(catalog_ids())
+    problems = _node_pool_problems(config) + _calibration_problems(config)
+    for path, server in _servers(config):
+        problems += _server_problems(path, server, known_models)
+    return problems

@@ -1,0 +1,148 @@
+"""Run colo's program under the real Pulumi engine, with this Python process as its language host.
+
+An Automation API inline program makes the `pulumi` CLI call back into this process instead of starting
+pulumi-language-python, so where that binary is missing the engine, the providers, the config checks
+against Pulumi.yaml and the state backend are still the real ones:
+
+    python -m colo.inline_engine preview --stack local
+    python -m colo.inline_engine up --stack local --render-dir out/
+
+behave as `pulumi preview` / `pulumi up --yes` run in the project directory. The CLI and the providers
+are taken from PATH; the backend and the secrets passphrase from the usual PULUMI_* variables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from pulumi import automation as auto
+
+from colo.program import run as colo_program
+from colo.stackfiles import REPO_ROOT
+
+PROJECT = "colo"
+RENDER_KEY = "kubernetes:renderYamlToDirectory"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One resource step as the engine announced it (ResourcePreEvent)."""
+
+    op: str  # same, create, update, replace, delete, ...
+    urn: str
+    type: str
+    diffs: tuple[str, ...]  # property paths that differ from the last deployment, e.g. spec.template
+    replace_keys: tuple[str, ...]  # the keys that force a replacement, when op is a replace
+
+    @property
+    def name(self) -> str:
+        return self.urn.rsplit("::", 1)[-1]
+
+
+@dataclass
+class Outcome:
+    """What one engine run did: its steps in order, the engine's error messages, and its text output."""
+
+    command: str
+    succeeded: bool
+    steps: list[Step] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    output: str = ""
+
+    def changed(self) -> list[Step]:
+        return [step for step in self.steps if step.op != "same"]
+
+
+class _Recorder:
+    def __init__(self, echo: Callable[[str], None] | None) -> None:
+        self.steps: list[Step] = []
+        self.errors: list[str] = []
+        self.lines: list[str] = []
+        self.echo = echo
+
+    def output(self, line: str) -> None:
+        self.lines.append(line)
+        if self.echo:
+            self.echo(line)
+
+    def event(self, event: auto.EngineEvent) -> None:
+        if event.resource_pre_event is not None:
+            meta = event.resource_pre_event.metadata
+            self.steps.append(
+                Step(
+                    op=str(meta.op.value),
+                    urn=meta.urn,
+                    type=meta.type,
+                    # The provider's detailed diff names the changed paths; `diffs` is often left empty.
+                    diffs=tuple(sorted({*(meta.diffs or ()), *(meta.detailed_diff or {})})),
+                    replace_keys=tuple(meta.keys or ()),
+                )
+            )
+        diagnostic = event.diagnostic_event
+        if diagnostic is not None and diagnostic.severity == "error":
+            self.errors.append(diagnostic.message)
+
+    def outcome(self, command: str, succeeded: bool) -> Outcome:
+        return Outcome(command, succeeded, self.steps, self.errors, "\n".join(self.lines))
+
+
+def select_stack(stack: str, project_dir: Path = REPO_ROOT) -> auto.Stack:
+    """The stack in `project_dir` (Pulumi.yaml and its stackConfigDir), created on first use with the
+    passphrase secrets provider when the backend has no such stack yet."""
+    options = auto.LocalWorkspaceOptions(work_dir=str(project_dir), secrets_provider="passphrase")
+    return auto.create_or_select_stack(stack, project_name=PROJECT, program=colo_program, opts=options)
+
+
+def render_to(stack: auto.Stack, directory: Path) -> None:
+    """Point the Kubernetes provider at a directory: it writes manifests there instead of applying them."""
+    stack.set_config(RENDER_KEY, auto.ConfigValue(str(directory.resolve())))
+
+
+def run(stack: auto.Stack, command: str, *, echo: Callable[[str], None] | None = None) -> Outcome:
+    """`preview` or `up` (never asks for confirmation); a refusal or engine failure is an Outcome too."""
+    recorder = _Recorder(echo)
+    try:
+        if command == "preview":
+            stack.preview(on_output=recorder.output, on_event=recorder.event, diff=True, color="never")
+        elif command == "up":
+            stack.up(on_output=recorder.output, on_event=recorder.event, diff=True, color="never")
+        else:
+            raise ValueError(f"unknown command {command!r}: preview or up")
+    except auto.CommandError:
+        # The message worth showing is in the engine's diagnostics and output, which the recorder kept.
+        return recorder.outcome(command, succeeded=False)
+    return recorder.outcome(command, succeeded=True)
+
+
+def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m colo.inline_engine", description=__doc__.split("\n")[0])
+    parser.add_argument("command", choices=["preview", "up"])
+    parser.add_argument("--stack", required=True, help="stack name (Pulumi.<stack>.yaml in stackConfigDir)")
+    parser.add_argument("--project-dir", type=Path, default=REPO_ROOT, help="directory holding Pulumi.yaml")
+    parser.add_argument(
+        "--render-dir", type=Path, help=f"set {RENDER_KEY} first: write manifests here, apply nothing"
+    )
+    parser.add_argument("--report", type=Path, help="also write the steps and errors as JSON here")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _arguments(argv)
+    stack = select_stack(args.stack, args.project_dir)
+    if args.render_dir is not None:
+        render_to(stack, args.render_dir)
+    outcome = run(stack, args.command, echo=print)
+    if args.report is not None:
+        args.report.write_text(json.dumps(asdict(outcome), indent=2) + "\n")
+    for message in outcome.errors:
+        print(message, file=sys.stderr)
+    return 0 if outcome.succeeded else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

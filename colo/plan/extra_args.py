@@ -1,0 +1,205 @@
+"""Which vLLM options an `extraArgs` entry sets, read the way the pinned release reads `vllm serve`'s command line.
+
+colo derives some flags from the budget; an `extraArgs` entry that sets one of them in any spelling vLLM
+accepts would run the server at a utilization or length the plan never checked. So each entry is read as
+vLLM's `FlexibleArgumentParser` and Python's argparse underneath it would read it, and refused when it may
+select a derived option or a secret. What the parser does, by release (checked in every release's sources):
+
+- `--` options: underscores become dashes in the option name (`--gpu_memory_utilization`);
+  vllm 0.8.0 vllm/utils.py::FlexibleArgumentParser.parse_args. From 0.9.1 only the part before the first
+  `.` is folded; vllm 0.9.1 vllm/utils.py::FlexibleArgumentParser.parse_args.
+- Dotted JSON keys: `--json-arg.key value` (or `=value`, or `key+` to append to a list) is merged into
+  `--json-arg '{"key": value}'` from 0.9.0 (vllm 0.9.0 vllm/utils.py::FlexibleArgumentParser.parse_args), for
+  single-dash aliases too from 0.9.2 (`-O.level`; vllm 0.9.2 vllm/utils/__init__.py, same function).
+- `-O`: the alias of `--compilation-config` until 0.11.2 (vllm 0.8.0 vllm/engine/arg_utils.py::
+  EngineArgs.add_cli_args; `-O3` is rewritten to `-O.level=3` from 0.9.2 and to `-O.mode=3` in 0.11.x).
+  From 0.12.0 `-O<x>` means `--optimization-level <x>` and `-O.<key>` is rewritten to `-cc.<key>`; from
+  0.13.0 every `-O<x>` is `--optimization-level` (vllm 0.12.0 / 0.13.0 vllm/utils/argparse_utils.py::
+  FlexibleArgumentParser.parse_args).
+- Short aliases, from EngineArgs.add_cli_args of each release: `-tp`, `-pp`, `-q` (0.8.0+), `-dp` (0.8.3+),
+  `-dcp` (0.10.2+), `-cc` (0.12.0+), `-sc` (0.19.0+).
+- argparse (vLLM never turns `allow_abbrev` off): an unambiguous prefix of a long option selects it
+  (`--gpu-memory-util 0.99`), `--opt=value` is split at `=`, a prefix of a single-dash alias selects it (`-t`
+  for `-tp`), a two-character alias takes an attached value (`-qfp8`), and a boolean option has a `--no-`
+  twin (`--no-enforce-eager`, BooleanOptionalAction from 0.10).
+
+Abbreviations are matched against the derived options alone: an entry is refused when it is a prefix of one.
+vLLM would refuse such a prefix too when it is ambiguous, and no real option of any release 0.8.0 to 0.33.0
+is itself a strict prefix of a derived one, so nothing vLLM accepts as another option is refused.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from packaging.version import InvalidVersion, Version
+
+from colo.echo import shown
+
+# option -> why colo owns it and which stack key to use instead (completes "... reads X as <option>, ")
+DERIVED: dict[str, str] = {
+    "--model": "which colo passes itself: set the server's `model` (and `weightsUri` for a local copy)",
+    "--served-model-name": "which colo sets to the model id: set the server's `model`",
+    "--host": "which colo sets to 0.0.0.0 so that the probes and the Service reach the server",
+    "--port": "which colo sets per role (LLM 8000, embedding 8001, reranker 8002) for the probes and Services",
+    "--gpu-memory-utilization": "which colo derives from the budget: set `gpuMemoryUtilization` to override it",
+    "--kv-cache-memory-bytes": "which colo sets from the stack: use `kvCacheMemoryBytes`, which the budget checks",
+    "--num-gpu-blocks-override": "which fixes the KV pool outside the budget: use `kvCacheMemoryBytes`",
+    "--max-model-len": "which colo sets from the stack: use `maxModelLen`",
+    "--max-num-seqs": "which colo sets from the stack: use `maxNumSeqs`",
+    "--max-num-batched-tokens": "which colo sets from the stack: use `maxNumBatchedTokens`",
+    "--kv-cache-dtype": "which colo sets from the stack: use `kvCacheDtype`",
+    "--block-size": "which the budget assumes at vLLM's default of 16 tokens; colo has no key for another",
+    "--quantization": "which colo sizes the weights for: use `quantization`",
+    "--dtype": "which the budget assumes to be the checkpoint's own dtype; colo has no key for another",
+    "--hf-overrides": "which changes the architecture the budget read: point `profile` at an edited config.json",
+    "--enforce-eager": "which colo sets from the stack: use `enforceEager`",
+    "--no-enforce-eager": "which colo sets from the stack: use `enforceEager`",
+    "--compilation-config": "which colo writes for the CUDA graphs it budgeted: use `cudagraphCaptureSizes` "
+    "or `enforceEager`",
+    "--optimization-level": "which changes the CUDA graphs vLLM captures: use `enforceEager` or "
+    "`cudagraphCaptureSizes`",
+    "--cuda-graph-sizes": "which colo budgets from the stack: use `cudagraphCaptureSizes`",
+    "--max-cudagraph-capture-size": "which colo budgets from the stack: use `cudagraphCaptureSizes`",
+    "--max-seq-len-to-capture": "which changes the CUDA graphs vLLM captures: use `cudagraphCaptureSizes` or "
+    "`enforceEager`",
+    "--speculative-config": "which colo writes from the stack: use `speculative`",
+    "--language-model-only": "which colo sets from the stack: use `languageModelOnly`",
+    "--no-language-model-only": "which colo sets from the stack: use `languageModelOnly`",
+    "--limit-mm-per-prompt": "which colo sizes the vision profile for: use `limitMmPerPrompt`",
+    "--skip-mm-profiling": "which colo sets from the stack: use `skipMmProfiling`",
+    "--no-skip-mm-profiling": "which colo sets from the stack: use `skipMmProfiling`",
+    "--tensor-parallel-size": "but colo plans every server on one GPU (tensor parallel size 1)",
+    "--pipeline-parallel-size": "but colo plans every server on one GPU (pipeline parallel size 1)",
+    "--data-parallel-size": "but colo plans every server on one GPU (data parallel size 1)",
+    "--decode-context-parallel-size": "but colo plans every server on one GPU (context parallel size 1)",
+    "--runner": "which colo chooses from the server's role (pooling for embedding and reranker)",
+    "--convert": "which colo chooses from the server's role (classify for the reranker)",
+    "--task": "which colo chooses from the server's role (pooling for embedding and reranker)",
+    "--config": "a vLLM config file that can set any flag colo derives: put its settings in the stack",
+}
+
+# Values that must never stand in a Deployment's arguments, readable by anyone who can read the object.
+SECRETS: dict[str, str] = {
+    "--hf-token": "a secret in plain text: set the Pulumi secret colo:hfToken "
+    "(`pulumi config set --secret hfToken hf_...`), which colo passes from a Kubernetes Secret",
+    "--api-key": "a secret in plain text: set it as the Pulumi secret colo:apiKey "
+    "(`pulumi config set --secret apiKey ...`) instead",
+}
+
+WATCHED = {**DERIVED, **SECRETS}
+
+_NEGATIVE_NUMBER = re.compile(r"-[0-9]+(\.[0-9]*)?|-\.[0-9]+", re.ASCII)
+
+
+# Which arguments carry dotted JSON keys: none, `--a.b` only, or `-x.b` too.
+DottedKeys = Literal["none", "long", "all"]
+
+
+@dataclass(frozen=True)
+class ParserRules:
+    """How one range of vLLM releases reads its command line; each field is quoted in the module docstring."""
+
+    first: str  # the first release that reads arguments this way
+    dotted_keys: DottedKeys
+    o_flag: str  # the option `-O<x>` sets
+    o_dotted: str  # the option `-O.<key>` sets
+    aliases: dict[str, str] = field(default_factory=dict)
+    source: str = ""
+
+
+_BASE_ALIASES = {"-tp": "--tensor-parallel-size", "-pp": "--pipeline-parallel-size", "-q": "--quantization"}
+_CC = "--compilation-config"
+_OL = "--optimization-level"
+_SOURCE = (
+    "vllm {v} {path}::FlexibleArgumentParser.parse_args, vllm/engine/arg_utils.py::EngineArgs.add_cli_args"
+)
+
+
+def _rules(
+    first: str, dotted: DottedKeys, o_flag: str, o_dotted: str, aliases: dict[str, str], path: str
+) -> ParserRules:
+    return ParserRules(first, dotted, o_flag, o_dotted, aliases, _SOURCE.format(v=first, path=path))
+
+
+_A083 = {**_BASE_ALIASES, "-O": _CC, "-dp": "--data-parallel-size"}
+_A0102 = {**_A083, "-dcp": "--decode-context-parallel-size"}
+_A0120 = {k: v for k, v in _A0102.items() if k != "-O"} | {"-cc": _CC}
+PARSER_RULES: tuple[ParserRules, ...] = (
+    _rules("0.8.0", "none", _CC, _CC, {**_BASE_ALIASES, "-O": _CC}, "vllm/utils.py"),
+    _rules("0.8.3", "none", _CC, _CC, _A083, "vllm/utils.py"),
+    _rules("0.9.0", "long", _CC, _CC, _A083, "vllm/utils.py"),
+    _rules("0.9.2", "all", _CC, _CC, _A083, "vllm/utils/__init__.py"),
+    _rules("0.10.2", "all", _CC, _CC, _A0102, "vllm/utils/__init__.py"),
+    _rules("0.12.0", "all", _OL, _CC, _A0120, "vllm/utils/argparse_utils.py"),
+    _rules("0.13.0", "all", _OL, _OL, _A0120, "vllm/utils/argparse_utils.py"),
+    _rules(
+        "0.19.0", "all", _OL, _OL, {**_A0120, "-sc": "--speculative-config"}, "vllm/utils/argparse_utils.py"
+    ),
+)
+
+
+def _version(text: str) -> Version:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return Version("0")  # not a release number: the schema refuses it; read with the oldest rules
+
+
+def parser_rules(version: str) -> ParserRules:
+    """The rules of the newest range that starts at or before `version` (the oldest for older releases)."""
+    wanted = _version(version)
+    chosen = PARSER_RULES[0]
+    for rules in PARSER_RULES:
+        if _version(rules.first) <= wanted:
+            chosen = rules
+    return chosen
+
+
+def _abbreviates(head: str, option: str) -> bool:
+    """argparse's prefix match: `head` selects `option` when it is the option or a prefix of it."""
+    return len(head) > 2 and option.startswith(head)
+
+
+def _long_option(arg: str, rules: ParserRules) -> set[str]:
+    name = arg.split("=", 1)[0]
+    if rules.dotted_keys != "none":
+        name = name.split(".", 1)[0]
+    name = "--" + name[2:].replace("_", "-")
+    return {option for option in WATCHED if name == option or _abbreviates(name, option)}
+
+
+def _short_option(arg: str, rules: ParserRules) -> set[str]:
+    if arg.startswith("-O"):
+        return {rules.o_dotted if arg.startswith("-O.") else rules.o_flag}
+    head = arg.split("=", 1)[0]
+    if rules.dotted_keys == "all":
+        head = head.split(".", 1)[0]
+    found = set()
+    for alias, option in rules.aliases.items():
+        attached = len(alias) == 2 and head.startswith(alias)  # `-qfp8` is `-q fp8`
+        if head == alias or alias.startswith(head) or attached:
+            found.add(option)
+    return found
+
+
+def options_set_by(arg: str, rules: ParserRules) -> set[str]:
+    """The watched options (derived or secret) `arg` may select; empty for a value or any other option."""
+    if not arg.startswith("-") or arg in ("-", "--") or _NEGATIVE_NUMBER.fullmatch(arg):
+        return set()
+    if arg.startswith("--"):
+        return _long_option(arg, rules)
+    return _short_option(arg, rules)
+
+
+def refusal(arg: str, version: str) -> str | None:
+    """Why `arg` may not stand in `extraArgs` of a server pinned to vLLM `version`; None when it may."""
+    rules = parser_rules(version)
+    options = sorted(options_set_by(arg, rules))
+    if not options:
+        return None
+    secrets = [option for option in options if option in SECRETS]
+    reason = SECRETS[secrets[0]] if secrets else DERIVED[options[0]]
+    return f"vLLM {version} reads '{shown(arg)}' as {' or '.join(options)}, {reason}"

@@ -1,0 +1,127 @@
+"""The real Pulumi engine, when scripts/build-pulumi-engine.sh has built it; these tests skip otherwise.
+
+Each engine run is `python -m colo.inline_engine` in its own process (the Pulumi SDK keeps process-wide
+state that the mock-runtime tests in the same worker also use), against a file backend and a passphrase
+secrets provider in a temporary directory, with no kubeconfig and no plugin downloads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from colo.inline_engine import Outcome, Step
+from colo.stackfiles import REPO_ROOT
+
+BUILD_SCRIPT = REPO_ROOT / "scripts" / "build-pulumi-engine.sh"
+BINARIES = ("pulumi", "pulumi-resource-kubernetes")
+
+
+def engine_bin_dir() -> Path:
+    printed = subprocess.run(
+        ["bash", str(BUILD_SCRIPT), "--print-bin-dir"], capture_output=True, text=True, check=True
+    )
+    return Path(printed.stdout.strip())
+
+
+def missing_binaries(bin_dir: Path) -> list[str]:
+    return [name for name in BINARIES if not os.access(bin_dir / name, os.X_OK)]
+
+
+@dataclass(frozen=True)
+class Engine:
+    bin_dir: Path
+    home: Path  # HOME, PULUMI_HOME and the file backend all live under it
+
+    def environment(self) -> dict[str, str]:
+        env = {key: value for key, value in os.environ.items() if not key.startswith(("PULUMI_", "KUBE"))}
+        env.update(
+            PATH=f"{self.bin_dir}{os.pathsep}{env.get('PATH', '')}",
+            HOME=str(self.home),
+            PULUMI_HOME=str(self.home / ".pulumi"),
+            PULUMI_BACKEND_URL=f"file://{self.home / 'state'}",
+            PULUMI_CONFIG_PASSPHRASE="engine-tests",
+            PULUMI_SKIP_UPDATE_CHECK="true",
+            # The SDK asks for its own provider version (its pulumi-plugin.json); the one on PATH serves
+            # any version, and nothing may be fetched from Pulumi's servers.
+            PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION="true",
+        )
+        return env
+
+    def run(self, command: str, stack: str, project: Path, render_dir: Path) -> Outcome:
+        report = project / f"{command}-{stack}.json"
+        finished = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "colo.inline_engine",
+                command,
+                "--stack",
+                stack,
+                "--project-dir",
+                str(project),
+                "--render-dir",
+                str(render_dir),
+                "--report",
+                str(report),
+            ],
+            cwd=REPO_ROOT,
+            env=self.environment(),
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=600,
+        )
+        # No report: the driver itself failed (before or outside the engine run).
+        assert report.exists(), finished.stdout + finished.stderr
+        data = json.loads(report.read_text())
+        steps = [
+            Step(s["op"], s["urn"], s["type"], tuple(s["diffs"]), tuple(s["replace_keys"]))
+            for s in data["steps"]
+        ]
+        return Outcome(data["command"], data["succeeded"], steps, data["errors"], data["output"])
+
+    def resource_types_in_state(self, stack: str, project: Path) -> set[str]:
+        """The types of every resource the backend holds for the stack (`pulumi stack export`)."""
+        exported = subprocess.run(
+            ["pulumi", "stack", "export", "--stack", stack, "--cwd", str(project)],
+            env=self.environment(),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        resources = json.loads(exported.stdout)["deployment"].get("resources") or []
+        return {str(resource["type"]) for resource in resources}
+
+
+def project_copy(destination: Path, stacks: dict[str, Path]) -> Path:
+    """Pulumi.yaml and the given stack files (name -> source) in a fresh project directory: the engine
+    writes the stack's encryption salt and the render directory into the stack file it uses."""
+    (destination / "stacks").mkdir(parents=True)
+    shutil.copy(REPO_ROOT / "Pulumi.yaml", destination / "Pulumi.yaml")
+    for name, source in stacks.items():
+        shutil.copy(source, destination / "stacks" / f"Pulumi.{name}.yaml")
+    return destination
+
+
+@pytest.fixture(scope="session")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
+    bin_dir = engine_bin_dir()
+    missing = missing_binaries(bin_dir)
+    if missing:
+        pytest.skip(
+            f"the real Pulumi engine is not built ({', '.join(missing)} missing from {bin_dir}): "
+            "run scripts/build-pulumi-engine.sh once (it compiles the pulumi CLI and the Kubernetes "
+            "provider from their Go modules and caches them by version; set COLO_PULUMI_ENGINE_CACHE "
+            "to choose where)"
+        )
+    home = tmp_path_factory.mktemp("engine-home")
+    (home / "state").mkdir()  # the file backend's directory must exist
+    return Engine(bin_dir, home)
