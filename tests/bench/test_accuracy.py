@@ -153,7 +153,7 @@ def test_a_named_gpu_keeps_its_catalog_entry_and_takes_the_total_its_log_prints(
     assert args.gpu == "A100-40GB" and args.gpu_memory_mib == round(39.39 * 1024)
 
 
-def test_the_gpu_name_is_read_before_the_collectors_remark_and_gpu_count() -> None:
+def test_the_gpu_name_is_read_before_the_remark_beside_it_and_the_gpu_count() -> None:
     stated = "NVIDIA A100 80GB x4 (four single-GPU pods on different nodes, Ray)"
     args = arguments(_log("remark", gpu=stated, gpu_total_gib=None))
     assert args.gpu == "A100-80GB" and args.gpu_memory_mib is None
