@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import re
 import statistics
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,7 @@ from colo.catalog import GIB, GpuLookupError, gpu
 from colo.catalog.architecture import ModelArchitecture
 from colo.config.estimate import EstimateArguments
 from colo.plan.estimate import Estimate, EstimateRefused, estimate
+from colo.plan.kv_cache import KV_DTYPE_BYTES
 from colo.plan.weights import parameter_parts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,11 +86,23 @@ class Verdict:
     colo_error: str
 
 
+@dataclass(frozen=True)
+class Facts:
+    """What a sized log exercises, as colo resolved it (for the coverage summary)."""
+
+    tensor_parallel_size: int
+    quantization: str
+    release: str
+    gpu: str
+    kv_cache_dtype: str
+
+
 @dataclass
 class Results:
     comparisons: dict[str, list[Comparison]] = field(default_factory=dict)
     verdicts: list[Verdict] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    facts: dict[str, Facts] = field(default_factory=dict)
 
     def add(self, group: str, comparison: Comparison) -> None:
         self.comparisons.setdefault(group, []).append(comparison)
@@ -125,17 +139,22 @@ def _release(entry: Mapping[str, Any]) -> str:
 
 
 def _gpu(entry: Mapping[str, Any]) -> dict[str, Any]:
-    """The GPU as a user would name it; by its printed total when the name finds no single catalog GPU."""
+    """The GPU as a user would name it, with the CUDA total the log prints where it prints one (the
+    device's own figure beats the catalog's, which another driver may report differently); by that total
+    alone when the name finds no single catalog GPU."""
     stated = str(entry.get("gpu") or "")
-    bare = re.sub(r"\s*\([^)]*\)|\s+x\d+$", "", stated).strip()
+    # "NVIDIA A100 80GB x4 (four pods ...)": the name is what precedes the remark and the GPU count.
+    bare = re.sub(r"\s+x\d+$", "", re.split(r"[(;]", stated)[0].strip())
     sizes = [f"{bare} {size}GB" for size in re.findall(r"(\d+)\s*GB", stated)]  # "(80GB variant)"
+    printed = entry.get("gpu_total_gib")
+    memory = {"gpu_memory_mib": round(float(printed) * 1024)} if printed else {}
     for name in (stated, bare, *sizes):
         try:
-            return {"gpu": gpu(name).name}
+            return {"gpu": gpu(name).name, **memory}
         except GpuLookupError as exc:
             reason = str(exc.args[0])
-    if entry.get("gpu_total_gib"):
-        return {"gpu_memory_mib": round(float(entry["gpu_total_gib"]) * 1024)}
+    if memory:
+        return memory
     raise Skip(f"GPU: {reason}" if stated else "GPU not named and its total not printed")
 
 
@@ -156,11 +175,25 @@ def _speculative(entry: Mapping[str, Any]) -> dict[str, Any]:
 
 def _kv_dtype(entry: Mapping[str, Any]) -> str:
     raw = str(entry.get("kv_cache_dtype") or "auto").split(" ")[0]
-    if raw.startswith("fp8"):
-        return raw
     if raw in KV_DTYPES:
         return KV_DTYPES[raw]
+    if raw in KV_DTYPE_BYTES:  # the 8-bit dtypes colo sizes, scales included
+        return raw
     raise Skip(f"KV cache dtype {raw} is not modelled")
+
+
+def _quantization_flag(entry: Mapping[str, Any]) -> str | None:
+    """`--quantization` where the log's own argument print shows it (`non-default args: {...}` or the 0.8
+    `args: Namespace(...)` line): vLLM then takes that method instead of resolving the checkpoint's (online
+    FP8 of an unquantized checkpoint, or `awq` kept off the Marlin kernel)."""
+    for line in entry.get("excerpt") or ():
+        text = str(line)
+        if "non-default args" not in text and "Namespace(" not in text:
+            continue
+        match = re.search(r"""quantization['"]?\s*[:=]\s*['"]([\w-]+)['"]""", text)
+        if match:
+            return match.group(1)
+    return None
 
 
 def arguments(entry: Mapping[str, Any]) -> EstimateArguments:
@@ -176,6 +209,7 @@ def arguments(entry: Mapping[str, Any]) -> EstimateArguments:
         "max_num_seqs": entry.get("max_num_seqs"),
         "max_num_batched_tokens": entry.get("max_num_batched_tokens"),
         "kv_cache_dtype": _kv_dtype(entry),
+        "quantization": _quantization_flag(entry),
         "enforce_eager": bool(entry.get("enforce_eager")),
         "tensor_parallel_size": int(entry.get("tensor_parallel_size") or 1),
         # Only where the log's source says how vLLM was installed: a pip install without FlashInfer.
@@ -208,7 +242,7 @@ def naive_weights_gib(arch: ModelArchitecture, tp: int) -> float:
 
 def naive_bytes_per_token(arch: ModelArchitecture, kv_cache_dtype: str) -> float:
     """Every layer a full-attention layer, every KV head on every rank: 2 x layers x kv heads x dim x bytes."""
-    dtype_bytes = 1 if kv_cache_dtype.startswith("fp8") else arch.dtype_bytes
+    dtype_bytes = KV_DTYPE_BYTES.get(kv_cache_dtype, arch.dtype_bytes)
     return 2.0 * arch.num_layers * arch.num_kv_heads * arch.head_dim * dtype_bytes
 
 
@@ -271,13 +305,15 @@ def _kv_given_pool(entry: Mapping[str, Any], args: EstimateArguments, results: R
 
 
 def _kv_from_util(entry: Mapping[str, Any], result: Estimate, results: Results) -> None:
+    """The pool in GiB where the log prints it, and the token count wherever it does (some logs print only
+    the `GPU KV cache size` line)."""
     pool = entry.get("available_kv_cache_gib")
-    if pool is None or (entry.get("startup_error") and float(pool) <= 0):
+    if entry.get("startup_error") and (pool is None or float(pool) <= 0):
         return
     naive = naive_kv_gib(result)
-    results.add(
-        "kv_util", Comparison(str(entry["id"]), "KV GiB", float(pool), result.budget.kv_bytes / GIB, naive)
-    )
+    if pool is not None:
+        colo = result.budget.kv_bytes / GIB
+        results.add("kv_util", Comparison(str(entry["id"]), "KV GiB", float(pool), colo, naive))
     capacity = result.budget.capacity
     if entry.get("kv_cache_tokens") is not None and capacity is not None:
         per_token = naive_bytes_per_token(result.arch, result.budget.spec.kv_cache_dtype)
@@ -338,6 +374,14 @@ def evaluate(entry: Mapping[str, Any], results: Results) -> None:
     """Every comparison this log allows, added to `results`; Skip when colo cannot size it."""
     args = arguments(entry)
     result = _size(args)
+    spec = result.budget.spec
+    results.facts[str(entry["id"])] = Facts(
+        tensor_parallel_size=spec.tensor_parallel_size,
+        quantization=result.arch.quantization or "none",
+        release=args.vllm_version,
+        gpu=result.gpu.name if result.gpu.from_catalog else "given by its CUDA total",
+        kv_cache_dtype=spec.kv_cache_dtype,
+    )
     _weights(entry, result, results)
     _kv_given_pool(entry, args, results)
     _kv_from_util(entry, result, results)
@@ -390,6 +434,8 @@ def verdict_counts(verdicts: list[Verdict]) -> tuple[int, int, int, int]:
 def split(results: Results, informed: set[str]) -> tuple[Results, Results]:
     """The headline results, and those of logs that informed a constant (reported apart)."""
     headline, flagged = Results(skipped=results.skipped), Results()
+    for entry_id, facts in results.facts.items():
+        (flagged if entry_id in informed else headline).facts[entry_id] = facts
     for group, comparisons in results.comparisons.items():
         for c in comparisons:
             (flagged if c.entry_id in informed else headline).add(group, c)
@@ -429,6 +475,28 @@ def table(results: Results) -> list[str]:
     return lines
 
 
+def _tally(values: Iterable[object]) -> str:
+    counts = Counter(str(v) for v in values)
+    return ", ".join(f"{value} {n}" for value, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def coverage(results: Results) -> list[str]:
+    """How many logs each group compares, and what the sized logs span."""
+    lines = []
+    for group, label, _ in GROUPS:
+        ids = {c.entry_id for c in results.comparisons.get(group, [])}
+        lines.append(f"  {label}: {len(ids)} logs")
+    lines.append(f"  startup verdicts: {len(results.verdicts)} logs")
+    facts = list(results.facts.values())
+    lines.append(f"  logs sized: {len(facts)}")
+    lines.append(f"  tensor-parallel sizes: {_tally(f.tensor_parallel_size for f in facts)}")
+    lines.append(f"  quantized formats (as colo resolves them): {_tally(f.quantization for f in facts)}")
+    lines.append(f"  KV cache dtypes: {_tally(f.kv_cache_dtype for f in facts)}")
+    lines.append(f"  releases: {_tally(f.release for f in facts)}")
+    lines.append(f"  GPUs: {_tally(f.gpu for f in facts)}")
+    return lines
+
+
 def _details(results: Results) -> list[str]:
     lines = []
     for group, comparisons in results.comparisons.items():
@@ -455,8 +523,11 @@ def main() -> int:
     entries = yaml.safe_load(DATA.read_text())["entries"]
     informed = informed_ids()
     headline, flagged = split(run(entries), informed)
+    usable = sum(1 for e in entries if e.get("usable"))
+    sized = len(headline.facts) + len(flagged.facts)
     print(
-        f"{len(entries)} logs, {sum(1 for e in entries if e.get('usable'))} usable; {len(headline.skipped)} not sized"
+        f"{len(entries)} logs, {usable} usable; {sized} sized ({len(flagged.facts)} of them informed a constant), "
+        f"{usable - sized} usable ones not sized"
     )
     print("\nCounts are figures compared (a log may print both a GiB and a token figure).")
     print("\nHeadline (logs that informed no constant):")
@@ -468,6 +539,10 @@ def main() -> int:
         print("\n".join(_details(headline) + _details(flagged)))
         print("\nNot sized:")
         print("\n".join(f"  {entry_id}: {reason}" for entry_id, reason in headline.skipped))
+    print("\nCoverage of the headline logs:")
+    print("\n".join(coverage(headline)))
+    print("Coverage of the logs that informed a constant:")
+    print("\n".join(coverage(flagged)))
     return 0
 
 

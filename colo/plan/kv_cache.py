@@ -24,10 +24,12 @@ from colo.catalog.vllm_rules import VllmRules
 DEFAULT_BLOCK_SIZE = 16
 # Bytes of one cached K or V element per `--kv-cache-dtype` (`vllm 0.33.0 utils/torch_utils.py::
 # STR_DTYPE_TO_TORCH_DTYPE`; the names each release accepts: colo/catalog/quant_methods.yaml kv_cache_dtypes).
-# The per-token-head dtypes also store one fp32 scale after each head's K and each head's V
-# (`vllm 0.33.0 v1/attention/backends/triton_attn.py::TritonAttentionBackend.customize_spec`): the page size
-# must add KV_DTYPE_SCALE_BYTES_PER_HEAD per K and per V head slot. Names not listed (nvfp4, int4 and turboquant
-# packings, fp8_ds_mla's 656-byte MLA slot) have layouts colo does not size.
+# The per-token-head dtypes also store one fp32 scale after each head's K and each head's V, carved from the
+# same KV allocation: 0.20-0.27 add `2 * block_size * num_kv_heads * 4` to the page (`vllm 0.20.0
+# v1/kv_cache_interface.py::AttentionSpec.page_size_bytes`), 0.28+ make a head slot `(head_size + head_size_v)
+# * 1 + 2 * 4` bytes (`vllm 0.28.0 v1/attention/backends/triton_attn.py::TritonAttentionBackend.customize_spec`);
+# both are KV_DTYPE_SCALE_BYTES_PER_HEAD per K and per V head slot. Names not listed (nvfp4, int4 and
+# turboquant packings, fp8_ds_mla's 656-byte MLA slot) have layouts colo does not size.
 KV_DTYPE_BYTES = {
     "fp8": 1,
     "fp8_e4m3": 1,
@@ -96,6 +98,11 @@ def kv_dtype_bytes(arch: ModelArchitecture, kv_cache_dtype: str) -> int:
     return KV_DTYPE_BYTES[kv_cache_dtype]
 
 
+def head_slot_bytes(head_dim: int, element_bytes: int, kv_cache_dtype: str) -> int:
+    """One token's K (or V) of one KV head: its elements, plus the per-token-head dtypes' fp32 scale."""
+    return head_dim * element_bytes + KV_DTYPE_SCALE_BYTES_PER_HEAD.get(kv_cache_dtype, 0)
+
+
 def kv_heads_per_rank(kv_heads: int, tp: int) -> int:
     """`ModelConfig.get_num_kv_heads`: heads are split over the ranks, and replicated below one per rank."""
     return max(1, kv_heads // tp)
@@ -130,13 +137,16 @@ class _AttentionPages:
 
 
 def _attention_pages(
-    arch: ModelArchitecture, s: int, tp: int, sliding_rule: str, extra_full: int
+    arch: ModelArchitecture, s: int, kv_cache_dtype: str, tp: int, sliding_rule: str, extra_full: int
 ) -> _AttentionPages:
-    local_token = 2 * kv_heads_per_rank(arch.num_kv_heads, tp) * arch.head_dim * s
+    local_token = (
+        2 * kv_heads_per_rank(arch.num_kv_heads, tp) * head_slot_bytes(arch.head_dim, s, kv_cache_dtype)
+    )
     global_heads = kv_heads_per_rank(arch.global_num_kv_heads or arch.num_kv_heads, tp)
     # Gemma 4's global layers share one projection for K and V (attention_k_eq_v); colo still counts a K and
     # a V page, as the attention spec's page size does, which errs on the side of a smaller pool.
-    global_token = 2 * global_heads * (arch.global_head_dim or arch.head_dim) * s
+    global_slot = head_slot_bytes(arch.global_head_dim or arch.head_dim, s, kv_cache_dtype)
+    global_token = 2 * global_heads * global_slot
     sliding = arch.sliding_attention_layers
     full = arch.full_attention_layers + extra_full
     if sliding and (sliding_rule == "full" or (sliding_rule == "uniform_only" and full)):
@@ -186,7 +196,8 @@ def kv_geometry(
         mla = LayerBucket("mla", layers, per_token * DEFAULT_BLOCK_SIZE, DEFAULT_BLOCK_SIZE)
         return KvGeometry((mla,), layers, state_blocks)
 
-    pages = _attention_pages(arch, s, tp, rules.sliding_window_kv if rules else "hybrid", mtp_draft_layers)
+    sliding_rule = rules.sliding_window_kv if rules else "hybrid"
+    pages = _attention_pages(arch, s, kv_cache_dtype, tp, sliding_rule, mtp_draft_layers)
     block = DEFAULT_BLOCK_SIZE
     if arch.linear_attention_layers:
         # HybridAttentionMambaModelConfig: the attention block grows (in steps of 16 tokens) until one

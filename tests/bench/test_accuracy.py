@@ -10,6 +10,7 @@ import pytest
 from bench.accuracy import (
     NAIVE_OVERHEAD_GIB,
     arguments,
+    coverage,
     informed_ids,
     run,
     split,
@@ -17,7 +18,7 @@ from bench.accuracy import (
     table,
     verdict_counts,
 )
-from colo.catalog import GIB, gpu
+from colo.catalog import GIB
 from colo.catalog.models import catalog_architecture
 from colo.plan.weights import parameter_parts
 
@@ -93,7 +94,7 @@ def test_the_naive_rule_is_util_times_total_minus_params_times_bytes_minus_half_
     arch = catalog_architecture("Qwen/Qwen3-8B")
     params = parameter_parts(arch, pooling=False, load_mtp=False).total
     weights_gib = params * arch.dtype_bytes / GIB
-    total_gib = gpu("A100-40GB").cuda_total_bytes / GIB
+    total_gib = round(39.39 * 1024) / 1024  # the log's printed CUDA total, which the bench passes
     kv = next(c for c in results.comparisons["kv_util"] if c.entry_id == "served" and c.figure == "KV GiB")
     assert kv.naive == pytest.approx(0.9 * total_gib - weights_gib - NAIVE_OVERHEAD_GIB)
     weights = next(c for c in results.comparisons["weights"] if c.entry_id == "served")
@@ -145,3 +146,47 @@ def test_a_failure_that_is_no_memory_verdict_is_left_out_of_the_verdicts() -> No
     outcome = run([hang])
     assert outcome.verdicts == []
     assert [c.entry_id for c in outcome.comparisons["weights"]] == ["hang"]  # its weights still count
+
+
+def test_a_named_gpu_keeps_its_catalog_entry_and_takes_the_total_its_log_prints() -> None:
+    args = arguments(_log("printed", gpu="NVIDIA A100-SXM4-40GB", gpu_total_gib=39.39))
+    assert args.gpu == "A100-40GB" and args.gpu_memory_mib == round(39.39 * 1024)
+
+
+def test_the_gpu_name_is_read_before_the_remark_beside_it_and_the_gpu_count() -> None:
+    stated = "NVIDIA A100 80GB x4 (four single-GPU pods on different nodes, Ray)"
+    args = arguments(_log("remark", gpu=stated, gpu_total_gib=None))
+    assert args.gpu == "A100-80GB" and args.gpu_memory_mib is None
+
+
+def test_the_quantization_flag_comes_from_the_logs_own_argument_print() -> None:
+    online = _log(
+        "online",
+        excerpt=["INFO [utils.py:233] non-default args: {'model': 'Qwen/Qwen3-8B', 'quantization': 'fp8'}"],
+    )
+    namespace = _log("namespace", excerpt=["args: Namespace(model='x', quantization='awq_marlin', seed=0)"])
+    assert arguments(online).quantization == "fp8"
+    assert arguments(namespace).quantization == "awq_marlin"
+    assert arguments(_log("none", excerpt=["Model loading took 15.27 GiB"])).quantization is None
+
+
+def test_a_log_that_prints_only_its_token_count_is_still_compared_from_utilization() -> None:
+    tokens_only = _log("tokens", available_kv_cache_gib=None, max_concurrency=None, model_loading_gib=None)
+    figures = [(c.entry_id, c.figure) for c in run([tokens_only]).comparisons["kv_util"]]
+    assert figures == [("tokens", "KV tokens")]
+
+
+def test_a_per_token_head_kv_dtype_is_sized_not_skipped() -> None:
+    assert arguments(
+        _log("pth", kv_cache_dtype="int8_per_token_head", vllm_version="0.22.0")
+    ).kv_cache_dtype == ("int8_per_token_head")
+
+
+def test_coverage_counts_the_sized_logs_by_tp_size_format_release_and_gpu(results: Any) -> None:
+    headline, flagged = split(results, {"informing"})
+    lines = coverage(headline)
+    assert "  logs sized: 2" in lines  # served and refused; informing is reported apart
+    assert "  tensor-parallel sizes: 1 2" in lines
+    assert "  releases: 0.19.1 2" in lines
+    assert "  GPUs: A100-40GB 2" in lines
+    assert "  logs sized: 1" in coverage(flagged)

@@ -46,6 +46,9 @@ RAW: dict[str, Any] = yaml.safe_load(resources.files("colo.catalog").joinpath("g
         ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "RTX-PRO-6000"),
         ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "RTX-PRO-6000"),
         ("NVIDIA GeForce RTX 5090", "RTX-5090"),
+        ("NVIDIA RTX A5000", "RTX-A5000"),
+        ("NVIDIA H20", "H20"),
+        ("NVIDIA GeForce RTX 4060 Ti", "RTX-4060-Ti-8GB"),
     ],
 )
 def test_the_names_nvidia_smi_prints_find_their_gpu(name: str, expected: str) -> None:

@@ -17,6 +17,7 @@ from colo.catalog.hf_config import (
     quantization_scheme,
     vision_parameters,
 )
+from colo.catalog.models import catalog_architecture
 from tests.model_files import TINY_CONFIG
 
 
@@ -133,3 +134,19 @@ def test_a_text_only_model_has_no_vision_tower_and_a_vision_config_adds_one() ->
     patches = 3 * 1 * 2 * 2 * 32
     merger = 32 * 32 + 32 * 64
     assert vision_parameters(tower, 64) == 2 * per_block + patches + merger
+
+
+def test_phi3_mini_slides_on_every_layer_with_its_2047_token_window() -> None:
+    arch = catalog_architecture("microsoft/Phi-3-mini-4k-instruct")
+    assert (arch.sliding_attention_layers, arch.full_attention_layers) == (32, 0)
+    assert arch.sliding_window == 2047 and arch.num_kv_heads == arch.num_attention_heads == 32
+
+
+def test_a_renamed_hub_id_is_the_checkpoint_it_names() -> None:
+    old = catalog_architecture("meta-llama/Meta-Llama-3.1-8B-Instruct")
+    new = catalog_architecture("meta-llama/Llama-3.1-8B-Instruct")
+    assert (old.num_layers, old.hidden_size, old.vocab_size) == (
+        new.num_layers,
+        new.hidden_size,
+        new.vocab_size,
+    )
