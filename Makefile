@@ -19,10 +19,11 @@ UV := $(or $(shell command -v uv 2>/dev/null),.uv/bin/uv)
 venv: $(UV)
 	UV_PROJECT_ENVIRONMENT=$(CURDIR)/$(VENV) $(UV) sync --locked --extra test --quiet
 
-## Plan the local stack and render its Kubernetes manifests into rendered/local/.
+## Plan the local stack and render it into rendered/local/ (manifests/ is what `kubectl apply -f` takes).
 local: venv
 	$(BIN)/colo plan --stack local
 	$(BIN)/colo render --stack local --out rendered/local
+	@echo "colo is $(BIN)/colo (or: source $(BIN)/activate)"
 
 ## Lint, type-check and run the whole test suite.
 test: venv

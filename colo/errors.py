@@ -55,6 +55,13 @@ class InfeasiblePlanError(ColoError):
         super().__init__(problems, "the plan does not fit; nothing was deployed:")
 
 
+class UsageError(ColoError):
+    """The command line asks for something colo refuses to do (e.g. write where it would lose files)."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__(problems, "refused; nothing was written:")
+
+
 class ModelsFileError(ConfigError):
     """A `colo pack --models` file is invalid (each problem names its key): nothing was searched."""
 

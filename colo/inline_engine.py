@@ -23,7 +23,7 @@ from pathlib import Path
 from pulumi import automation as auto
 
 from colo.program import run as colo_program
-from colo.stackfiles import REPO_ROOT
+from colo.stackfiles import require_project
 
 PROJECT = "colo"
 RENDER_KEY = "kubernetes:renderYamlToDirectory"
@@ -91,9 +91,11 @@ class _Recorder:
         return Outcome(command, succeeded, self.steps, self.errors, "\n".join(self.lines))
 
 
-def select_stack(stack: str, project_dir: Path = REPO_ROOT) -> auto.Stack:
-    """The stack in `project_dir` (Pulumi.yaml and its stackConfigDir), created on first use with the
-    passphrase secrets provider when the backend has no such stack yet."""
+def select_stack(stack: str, project_dir: Path | None = None) -> auto.Stack:
+    """The stack in `project_dir` (Pulumi.yaml and its stackConfigDir; default the project found from the
+    working directory), created on first use with the passphrase secrets provider when the backend has no
+    such stack yet."""
+    project_dir = project_dir or require_project().parent
     options = auto.LocalWorkspaceOptions(work_dir=str(project_dir), secrets_provider="passphrase")
     return auto.create_or_select_stack(stack, project_name=PROJECT, program=colo_program, opts=options)
 
@@ -123,7 +125,11 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m colo.inline_engine", description=__doc__.split("\n")[0])
     parser.add_argument("command", choices=["preview", "up"])
     parser.add_argument("--stack", required=True, help="stack name (Pulumi.<stack>.yaml in stackConfigDir)")
-    parser.add_argument("--project-dir", type=Path, default=REPO_ROOT, help="directory holding Pulumi.yaml")
+    parser.add_argument(
+        "--project-dir",
+        type=Path,
+        help="directory holding Pulumi.yaml (default: found from the working directory)",
+    )
     parser.add_argument(
         "--render-dir", type=Path, help=f"set {RENDER_KEY} first: write manifests here, apply nothing"
     )

@@ -1,7 +1,8 @@
 """Run the real Pulumi program (__main__.py) under the SDK's mock runtime and record what it declares.
 
 The Pulumi CLI is not needed: the stack file is merged with Pulumi.yaml the way the CLI does it
-(colo.stackfiles), handed to the SDK with set_all_config, and every resource registration is recorded.
+(colo.stackfiles), handed to the SDK with set_all_config, the project's program runs in the project
+directory as the CLI runs it, and every resource registration is recorded.
 
 Only public SDK API is used (reset_options, set_all_config, set_mocks and the Mocks interface, a stack
 transformation for resource options), except one attribute: the root Stack's `outputs`, where
@@ -11,6 +12,7 @@ tests/cli/test_pulumi_sdk.py fails with a plain message when the SDK changes wha
 
 from __future__ import annotations
 
+import contextlib
 import runpy
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,7 +21,8 @@ from typing import Any
 
 import pulumi
 
-from colo.stackfiles import REPO_ROOT, StackFile, load_stack
+from colo.errors import ConfigError, Problem
+from colo.stackfiles import StackFile, load_stack
 
 SECRET_PLACEHOLDER = "mock-secret-value"
 
@@ -142,6 +145,35 @@ def stack_outputs() -> dict[str, Any]:
     return outputs
 
 
+def _project_program(stack_file: StackFile) -> Path | None:
+    """The project's program; None for a stack file read without a project, which runs colo's own
+    (colo.program.run, all a project's __main__.py calls)."""
+    program = stack_file.program
+    if program is None:
+        return None
+    entry = program / "__main__.py" if program.is_dir() else program
+    if not entry.is_file():
+        raise ConfigError(
+            [
+                Problem(
+                    "Pulumi.yaml",
+                    f"the program to run is the project's (its `main`, else __main__.py next to Pulumi.yaml), "
+                    f"and {entry} does not exist",
+                )
+            ]
+        )
+    return program
+
+
+def _execute(program: Path | None) -> None:
+    if program is None:
+        from colo.program import run
+
+        run()
+    else:
+        runpy.run_path(str(program), run_name="__main__")
+
+
 @dataclass
 class ProgramRun:
     mocks: RecordingMocks
@@ -153,10 +185,14 @@ def run_program(
     *,
     preview: bool = False,
     mocks: RecordingMocks | None = None,
-    program: Path = REPO_ROOT / "__main__.py",
+    program: Path | None = None,
 ) -> ProgramRun:
-    """Execute the program once; resources are in `.mocks.resources`, exported outputs in `.outputs`."""
+    """Execute the program once; resources are in `.mocks.resources`, exported outputs in `.outputs`.
+
+    `program` defaults to the project's (Pulumi.yaml `main`, else its directory's __main__.py), and to
+    colo's own for a stack file read without a project."""
     stack_file = load_stack(stack) if isinstance(stack, str) else stack
+    program = program or _project_program(stack_file)
     config, secret_keys = stack_file.engine_config(SECRET_PLACEHOLDER)
     mocks = mocks or RecordingMocks()
     pulumi.runtime.reset_options()  # a fresh root Stack for every run in this process
@@ -168,7 +204,8 @@ def run_program(
 
     @pulumi.runtime.test  # type: ignore[untyped-decorator]
     def _run() -> pulumi.Output[Any]:
-        runpy.run_path(str(program), run_name="__main__")
+        with contextlib.chdir(stack_file.project_dir or Path.cwd()):
+            _execute(program)
         exported = pulumi.Output.all(**stack_outputs()).apply(result.outputs.update)
         return pulumi.Output.all(exported, recorder.resolve_into(mocks))
 

@@ -7,13 +7,16 @@ stack never produces a partial deployment.
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import pulumi
 from pulumi.runtime.config import CONFIG, get_config_env, is_config_secret
+from pulumi.runtime.settings import get_monitor
 
 from colo.components.errors import ProgramError
 from colo.config import StackConfig, parse_stack_config
+from colo.config.load import SECRET_KEYS
 from colo.errors import ColoError, InfeasiblePlanError
 from colo.plan.kubernetes_spec import kubernetes_spec
 from colo.plan.node_pool import managed_node_pool
@@ -22,6 +25,19 @@ from colo.plan.stack import Plan, make_plan
 from colo.profiles import s3_profile_reader
 
 PREFIX = "colo:"
+OUTSIDE_THE_ENGINE = (
+    "this is a Pulumi program: it runs inside the Pulumi engine, which hands it the stack's config, and was "
+    "started without one. Run `pulumi preview` or `pulumi up` in the project directory (README, 'With the "
+    "Pulumi CLI'), or, without the Pulumi CLI, `colo plan --stack STACK` and `colo render --stack STACK "
+    "--out DIR`."
+)
+
+
+def require_engine() -> None:
+    """Stop with a plain message when started as a script: there is no stack config to read then."""
+    if get_monitor() is None:  # the engine, or the SDK's mock runtime, sets the resource monitor
+        print(OUTSIDE_THE_ENGINE, file=sys.stderr)
+        raise SystemExit(2)
 
 
 def _colo_keys() -> list[str]:
@@ -30,23 +46,28 @@ def _colo_keys() -> list[str]:
     return sorted(key.removeprefix(PREFIX) for key in keys if key.startswith(PREFIX))
 
 
-def read_config() -> tuple[StackConfig, pulumi.Output[str] | None]:
+def read_config() -> tuple[StackConfig, dict[str, pulumi.Output[str]]]:
+    """The validated config, and the Pulumi secrets that are set (colo:hfToken, colo:vllmApiKey) by key."""
     cfg = pulumi.Config("colo")
     raw: dict[str, Any] = {}
     for key in _colo_keys():
-        if key == "hfToken":
+        if key in SECRET_KEYS:
             continue
         text = cfg.get(key)
         try:
             raw[key] = json.loads(text) if text is not None else None
         except json.JSONDecodeError:
             raw[key] = text  # a plain string where an object belongs: the schema names the path
-    hf_token = cfg.get_secret("hfToken")
-    plaintext_token = hf_token is not None and not is_config_secret(f"{PREFIX}hfToken")
+    secrets = {key: value for key in SECRET_KEYS if (value := cfg.get_secret(key)) is not None}
     region = pulumi.Config("aws").get("region")
-    return parse_stack_config(
-        raw, hf_token_set=hf_token is not None, plaintext_token=plaintext_token, aws_region=region
-    ), hf_token
+    config = parse_stack_config(
+        raw,
+        hf_token_set="hfToken" in secrets,
+        vllm_api_key_set="vllmApiKey" in secrets,
+        plaintext_secrets=[key for key in secrets if not is_config_secret(f"{PREFIX}{key}")],
+        aws_region=region,
+    )
+    return config, secrets
 
 
 def plan_stack(config: StackConfig) -> Plan:
@@ -57,8 +78,9 @@ def plan_stack(config: StackConfig) -> Plan:
 
 
 def run() -> None:
+    require_engine()
     try:
-        config, hf_token = read_config()
+        config, secrets = read_config()
         plan = plan_stack(config)
         pool, cluster = managed_node_pool(config, plan), kubernetes_spec(config, plan)
     except ColoError as error:
@@ -69,5 +91,5 @@ def run() -> None:
     node_pool = declare_node_pool(pool)
     from colo.components.kubernetes import declare_kubernetes
 
-    declare_kubernetes(cluster, hf_token=hf_token, depends_on=[node_pool] if node_pool else [])
+    declare_kubernetes(cluster, secrets=secrets, depends_on=[node_pool] if node_pool else [])
     pulumi.export("plan", plan_view(plan))

@@ -1,9 +1,14 @@
-"""Turn what the program declared under the mock runtime into files: Kubernetes YAML and an AWS summary.
+"""Turn what the program declared under the mock runtime into files: Kubernetes YAML and a summary.
 
-Every Kubernetes object becomes one file a user can `kubectl apply -f DIR/`: names sort namespaces first
-and dependants after what they use. The mock runtime hands numbers over as floats; whole ones become
-ints again. A Secret's values are never written: each is replaced by a placeholder, with a comment on
-how to create the real one.
+The output directory holds `manifests/`, the apply directory: one file per Kubernetes object, nothing
+else, so `kubectl apply -f OUT/manifests/` works on its own. Names sort namespaces first and dependants
+after what they use. Secrets are never written: applying a placeholder would overwrite the real value, so
+each is left out and the summary (and the command's output) gives the `kubectl create secret` command
+that makes it; the pods refer to it by name. The summaries (`summary.md`, `summary.json`: every object,
+the secrets to create, the AWS resources) sit beside `manifests/`, never in it.
+
+The mock runtime hands numbers over as floats; whole ones become ints again. A value known only after
+deploy (in a preview, e.g. an IAM role's name) is shown as UNKNOWN_PLACEHOLDER in the summaries.
 """
 
 from __future__ import annotations
@@ -14,16 +19,22 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pulumi.output import Unknown
 from pulumi.runtime.rpc import is_rpc_secret, unwrap_rpc_secret
 
+from colo.errors import Problem, UsageError
 from colo.mock_run import ProgramRun, Recorded
+from colo.output_dir import replace_directory
 
+APPLY_DIR = "manifests"
 SECRET_PLACEHOLDER = "REPLACE-ME"
+UNKNOWN_PLACEHOLDER = "(known after deploy)"
 # kubectl applies a directory's files in name order: things others refer to come first.
 APPLY_ORDER = [
     "Namespace",
     "ConfigMap",
     "Secret",
+    "NetworkPolicy",
     "PersistentVolumeClaim",
     "ResourceClaimTemplate",
     "DaemonSet",
@@ -48,17 +59,40 @@ _Dumper.add_representer(str, _str)
 class Manifest:
     filename: str
     body: dict[str, Any]
-    comment: str = ""
+
+    @property
+    def kind(self) -> str:
+        return str(self.body["kind"])
 
     def text(self) -> str:
-        header = "".join(f"# {line}\n" for line in self.comment.splitlines())
-        return header + yaml.dump(self.body, Dumper=_Dumper, sort_keys=False, width=120)
+        return yaml.dump(self.body, Dumper=_Dumper, sort_keys=False, width=120)
+
+
+@dataclass(frozen=True)
+class SecretToCreate:
+    """A Secret the pods read by name, which render leaves for the user to create."""
+
+    namespace: str
+    name: str
+    keys: tuple[str, ...]
+
+    def variable(self, key: str) -> str:
+        """The shell variable the command reads the value from: hf-token -> HF_TOKEN."""
+        base = self.name.upper().replace("-", "_")
+        return base if len(self.keys) == 1 else f"{base}_{key.upper().replace('-', '_')}"
+
+    @property
+    def command(self) -> str:
+        literals = " ".join(f'--from-literal={key}="${self.variable(key)}"' for key in self.keys)
+        return f"kubectl -n {self.namespace} create secret generic {self.name} {literals}"
 
 
 def plain(value: Any) -> Any:
-    """Floats that are whole numbers back to ints; secrets replaced; mapping keys in a stable order."""
+    """Floats that are whole numbers back to ints; secrets and unknowns replaced; keys in a stable order."""
     if isinstance(value, float) and value.is_integer():
         return int(value)
+    if isinstance(value, Unknown):
+        return UNKNOWN_PLACEHOLDER
     if is_rpc_secret(value):  # the mock runtime hands secret inputs over still wrapped
         inner = unwrap_rpc_secret(value)
         return (
@@ -74,29 +108,38 @@ def plain(value: Any) -> Any:
     return value
 
 
-def _redact_secret(body: dict[str, Any]) -> str:
-    for field in ("data", "stringData"):
-        if field in body:
-            body[field] = dict.fromkeys(body[field], SECRET_PLACEHOLDER)
-    name = body["metadata"]["name"]
-    namespace = body["metadata"].get("namespace", "default")
-    keys = ", ".join(sorted(body.get("stringData", body.get("data", {}))))
-    return (
-        f"The values ({keys}) are placeholders: colo never writes secrets to files. Create the real one with\n"
-        f"  kubectl -n {namespace} create secret generic {name} --from-literal=token=$HF_TOKEN\n"
-        "instead of applying this file."
-    )
+def _holds_unknown(value: Any) -> bool:
+    if isinstance(value, Unknown):
+        return True
+    if isinstance(value, dict):
+        return any(_holds_unknown(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds_unknown(v) for v in value)
+    return False
 
 
 def kubernetes_object(resource: Recorded) -> Manifest:
+    if _holds_unknown(resource.inputs):
+        raise UsageError(
+            [
+                Problem(
+                    f"{resource.type} {resource.name}",
+                    "depends on a value known only after deploy, so no file could be applied as it is; "
+                    "render without --preview",
+                )
+            ]
+        )
     body = plain(resource.inputs)
     kind = body["kind"]
-    comment = _redact_secret(body) if kind == "Secret" else ""
+    if kind == "Secret":
+        for field in ("data", "stringData"):
+            if field in body:
+                body[field] = dict.fromkeys(body[field], SECRET_PLACEHOLDER)
     metadata = body["metadata"]
     rank = APPLY_ORDER.index(kind) if kind in APPLY_ORDER else len(APPLY_ORDER)
     scope = metadata.get("namespace", "cluster")
     filename = f"{rank:02d}-{scope}-{kind.lower()}-{metadata['name']}.yaml"
-    return Manifest(filename, body, comment)
+    return Manifest(filename, body)
 
 
 def is_kubernetes_object(resource: Recorded) -> bool:
@@ -104,8 +147,15 @@ def is_kubernetes_object(resource: Recorded) -> bool:
 
 
 def manifests(run: ProgramRun) -> list[Manifest]:
+    """Every Kubernetes object the program declared, Secrets included with their values replaced."""
     found = [kubernetes_object(r) for r in run.mocks.resources if is_kubernetes_object(r)]
     return sorted(found, key=lambda m: m.filename)
+
+
+def secret_to_create(manifest: Manifest) -> SecretToCreate:
+    metadata = manifest.body["metadata"]
+    keys = sorted({*manifest.body.get("stringData", {}), *manifest.body.get("data", {})})
+    return SecretToCreate(metadata.get("namespace", "default"), metadata["name"], tuple(keys))
 
 
 def cloud_resources(run: ProgramRun) -> list[dict[str, Any]]:
@@ -117,39 +167,74 @@ def cloud_resources(run: ProgramRun) -> list[dict[str, Any]]:
     ]
 
 
-def summary_markdown(stack: str, files: list[str], cloud: list[dict[str, Any]]) -> str:
-    lines = [f"# colo render: stack {stack}", "", f"## Kubernetes objects ({len(files)})", ""]
-    lines += [f"- `{name}`" for name in files]
-    lines += ["", f"## Other resources ({len(cloud)})", ""]
-    if not cloud:
-        lines.append("None: this stack declares Kubernetes objects only.")
-    for resource in cloud:
-        lines += [
-            f"### {resource['type']} `{resource['name']}`",
-            "",
-            "```json",
-            json.dumps(resource["inputs"], indent=2),
-            "```",
-            "",
-        ]
-    return "\n".join(lines).rstrip() + "\n"
+@dataclass(frozen=True)
+class Rendered:
+    stack: str
+    objects: list[Manifest]  # what manifests/ holds
+    secrets: list[SecretToCreate]  # left out; created with their command
+    cloud: list[dict[str, Any]]
+
+    @property
+    def object_paths(self) -> list[str]:
+        return [f"{APPLY_DIR}/{m.filename}" for m in self.objects]
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "stack": self.stack,
+            "apply": f"kubectl apply -f {APPLY_DIR}/",
+            "kubernetes_objects": self.object_paths,
+            "secrets_to_create": [
+                {"namespace": s.namespace, "name": s.name, "keys": list(s.keys), "command": s.command}
+                for s in self.secrets
+            ],
+            "other_resources": self.cloud,
+        }
+
+    def summary_markdown(self) -> str:
+        lines = [f"# colo render: stack {self.stack}", "", f"## Kubernetes objects ({len(self.objects)})", ""]
+        lines += [f"Apply them all with `kubectl apply -f {APPLY_DIR}/`.", ""]
+        lines += [f"- `{path}`" for path in self.object_paths]
+        if self.secrets:
+            lines += ["", f"## Secrets to create ({len(self.secrets)})", ""]
+            lines += [
+                "Not written (a placeholder applied over the real value would replace it); the pods read "
+                "each by name and wait until it exists. Create each once, with the value in the variable:",
+                "",
+                "```sh",
+                *(s.command for s in self.secrets),
+                "```",
+            ]
+        lines += ["", f"## Other resources ({len(self.cloud)})", ""]
+        if not self.cloud:
+            lines.append("None: this stack declares Kubernetes objects only.")
+        for resource in self.cloud:
+            lines += [
+                f"### {resource['type']} `{resource['name']}`",
+                "",
+                "```json",
+                json.dumps(resource["inputs"], indent=2),
+                "```",
+                "",
+            ]
+        return "\n".join(lines).rstrip() + "\n"
+
+    def files(self) -> dict[str, str]:
+        """Relative path -> text of everything the output directory holds."""
+        files = {f"{APPLY_DIR}/{m.filename}": m.text() for m in self.objects}
+        files["summary.json"] = json.dumps(self.summary(), indent=2) + "\n"
+        files["summary.md"] = self.summary_markdown()
+        return files
 
 
-def write_render(run: ProgramRun, stack: str, out: Path) -> list[Path]:
-    """Write the manifests and summaries into `out`, replacing any earlier render there."""
-    out.mkdir(parents=True, exist_ok=True)
-    for stale in [*out.glob("*.yaml"), out / "summary.md", out / "summary.json"]:
-        stale.unlink(missing_ok=True)
-    written = []
-    objects = manifests(run)
-    for manifest in objects:
-        path = out / manifest.filename
-        path.write_text(manifest.text())
-        written.append(path)
-    cloud = cloud_resources(run)
-    files = [m.filename for m in objects]
-    (out / "summary.json").write_text(
-        json.dumps({"stack": stack, "kubernetes_objects": files, "other_resources": cloud}, indent=2) + "\n"
-    )
-    (out / "summary.md").write_text(summary_markdown(stack, files, cloud))
-    return [*written, out / "summary.json", out / "summary.md"]
+def render(run: ProgramRun, stack: str) -> Rendered:
+    everything = manifests(run)
+    secrets = [secret_to_create(m) for m in everything if m.kind == "Secret"]
+    objects = [m for m in everything if m.kind != "Secret"]
+    return Rendered(stack, objects, secrets, cloud_resources(run))
+
+
+def write_render(run: ProgramRun, stack: str, out: Path) -> Rendered:
+    """Replace the render in `out` (a new, empty, or earlier colo render directory) with this one."""
+    rendered = render(run, stack)
+    replace_directory(out, rendered.files())
+    return rendered

@@ -1,14 +1,15 @@
-"""Read Pulumi.yaml and stacks/Pulumi.<stack>.yaml the way the Pulumi CLI does.
+"""Find the project and read Pulumi.yaml and stacks/Pulumi.<stack>.yaml the way the Pulumi CLI does.
 
-The Python SDK never reads these files: the CLI merges project defaults with the stack file and hands the
-result to the program. `colo plan`, `colo render` and the tests run without the CLI, so they repeat that
-merge here, in one place.
+The Python SDK never reads these files: the CLI finds the project (the nearest Pulumi.yaml from the working
+directory up), merges its defaults with the stack file and hands the result to the program, which it runs
+in the project directory. `colo plan`, `colo render` and the tests run without the CLI, so they repeat
+that here, in one place. Nothing is read relative to where colo itself is installed.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,10 @@ from colo.config.yaml_safety import UnsafeYaml, load_yaml
 from colo.errors import ConfigError, Problem
 from colo.files import MIB, FileRefused, decode_utf8, read_bounded
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+# The CLI looks for these in each directory, in this order, from the working directory up; a stack file
+# takes its project file's extension (github.com/pulumi/pulumi sdk/go/common/workspace/paths.go,
+# DetectProjectPathFrom and ProjectStackPath, v3.272.0).
+PROJECT_FILES = ("Pulumi.json", "Pulumi.yaml", "Pulumi.yml")
 MAX_STACK_FILE_BYTES = MIB  # a 100-pair stack file is about 50 KiB
 
 
@@ -30,6 +34,10 @@ class StackFile:
     secret_keys: frozenset[str] = frozenset()
     others: dict[str, Any] = field(default_factory=dict)
     source: str = ""  # the stack file's path, for messages
+    # The project directory the program runs in, and the program (Pulumi.yaml `main`, default the
+    # directory's __main__.py); None for a stack file read without a project.
+    project_dir: Path | None = None
+    program: Path | None = None
 
     def engine_config(self, secret_placeholder: str = "redacted") -> tuple[dict[str, str], list[str]]:
         """Config as the engine hands it to a program: 'project:key' -> string (JSON for objects)."""
@@ -74,11 +82,35 @@ def _split_key(key: str, project: str) -> tuple[str | None, str]:
     return key, f"{project}:{key}"
 
 
-def load_stack_file(path: Path, *, project_file: Path | None = None, stack: str | None = None) -> StackFile:
-    """Merge Pulumi.yaml defaults with one stack file. `path` may be any file shaped like a stack file."""
-    project_file = project_file or REPO_ROOT / "Pulumi.yaml"
-    project = _read_yaml(project_file)
-    name = str(project.get("name", "colo"))
+def find_project(start: Path | None = None) -> Path | None:
+    """The project file the Pulumi CLI would use: the nearest one from `start` (default: the working
+    directory) up to the filesystem root; None when there is none."""
+    here = (start or Path.cwd()).absolute()
+    for directory in (here, *here.parents):
+        for name in PROJECT_FILES:
+            if (directory / name).is_file():
+                return directory / name
+    return None
+
+
+def require_project(start: Path | None = None) -> Path:
+    found = find_project(start)
+    if found is None:
+        where = (start or Path.cwd()).absolute()
+        raise ConfigError(
+            [
+                Problem(
+                    str(where),
+                    "no Pulumi.yaml here or in any directory above; run colo inside the project "
+                    "directory, or pass --cwd PROJECT_DIR",
+                )
+            ]
+        )
+    return found
+
+
+def _project_defaults(project: dict[str, Any], name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Pulumi.yaml's config defaults: colo's keys without the prefix, and every other namespace's."""
     values: dict[str, Any] = {}
     others: dict[str, Any] = {}
     for key, decl in (project.get("config") or {}).items():
@@ -90,47 +122,66 @@ def load_stack_file(path: Path, *, project_file: Path | None = None, stack: str 
             values[short] = default
         else:
             others[full] = default
+    return values, others
+
+
+def load_stack_file(path: Path, *, project_file: Path | None = None, stack: str | None = None) -> StackFile:
+    """Merge Pulumi.yaml defaults with one stack file. `path` may be any file shaped like a stack file;
+    without `project_file`, the project is the one found from the working directory, if any."""
+    project_file = project_file or find_project()
+    project = _read_yaml(project_file) if project_file is not None else {}
+    name = str(project.get("name", "colo"))
+    values, others = _project_defaults(project, name)
     secret_keys: set[str] = set()
     stack_config = _read_yaml(path).get("config") or {}
     if not isinstance(stack_config, dict):
         raise ConfigError([Problem(f"{path}: config", "must be a mapping of config keys to values")])
     for key, value in stack_config.items():
         short, full = _split_key(str(key), name)
-        is_secret = isinstance(value, dict) and set(value) == {"secure"}
         if short is None:
             others[full] = value
             continue
-        if is_secret:
+        if isinstance(value, dict) and set(value) == {"secure"}:
             secret_keys.add(short)
         values[short] = value
-    stack_name = stack or path.name.removeprefix("Pulumi.").removesuffix(".yaml")
-    return StackFile(name, stack_name, values, frozenset(secret_keys), others, source=str(path))
+    stack_name = stack or path.name.removeprefix("Pulumi.").removesuffix(path.suffix)
+    found = StackFile(name, stack_name, values, frozenset(secret_keys), others, source=str(path))
+    if project_file is None:
+        return found
+    project_dir = project_file.parent
+    return replace(found, project_dir=project_dir, program=project_dir / str(project.get("main") or "."))
 
 
-def _stack_dir(root: Path) -> Path:
-    project = _read_yaml(root / "Pulumi.yaml")
-    return root / str(project.get("stackConfigDir", "."))
+def _stack_files(project_file: Path) -> tuple[Path, str]:
+    """The directory stack files live in, and their extension (the project file's)."""
+    project = _read_yaml(project_file)
+    return project_file.parent / str(project.get("stackConfigDir", ".")), project_file.suffix
 
 
-def stack_path(stack: str, root: Path = REPO_ROOT) -> Path:
-    return _stack_dir(root) / f"Pulumi.{stack}.yaml"
+def stack_path(stack: str, start: Path | None = None) -> Path:
+    directory, extension = _stack_files(require_project(start))
+    return directory / f"Pulumi.{stack}{extension}"
 
 
-def list_stacks(root: Path = REPO_ROOT) -> list[str]:
-    directory = _stack_dir(root)
+def list_stacks(start: Path | None = None) -> list[str]:
+    directory, extension = _stack_files(require_project(start))
     return sorted(
-        p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in directory.glob("Pulumi.*.yaml")
+        p.name.removeprefix("Pulumi.").removesuffix(extension) for p in directory.glob(f"Pulumi.*{extension}")
     )
 
 
-def load_stack(stack: str, root: Path = REPO_ROOT) -> StackFile:
-    path = stack_path(stack, root)
+def load_stack(stack: str, start: Path | None = None) -> StackFile:
+    """The stack as the Pulumi CLI would select it in the project found from `start` (default: the working
+    directory)."""
+    project_file = require_project(start)
+    path = stack_path(stack, project_file.parent)
     if not path.exists():
         raise ConfigError(
             [
                 Problem(
-                    f"--stack {stack}", f"no {path.name} in {path.parent.name}/; stacks: {list_stacks(root)}"
+                    f"--stack {stack}",
+                    f"no {path.name} in {path.parent}; stacks: {list_stacks(project_file.parent)}",
                 )
             ]
         )
-    return load_stack_file(path, project_file=root / "Pulumi.yaml", stack=stack)
+    return load_stack_file(path, project_file=project_file, stack=stack)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from radon.complexity import add_inner_blocks, cc_visit
 
-from colo.stackfiles import REPO_ROOT
+from tests.paths import REPO_ROOT
 
 MAX_COMPLEXITY = 15
 

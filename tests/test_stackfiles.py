@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from colo.errors import ConfigError
-from colo.stackfiles import load_stack, load_stack_file
+from colo.stackfiles import list_stacks, load_stack, load_stack_file
 
 
 def test_project_defaults_fill_keys_the_stack_does_not_set(tmp_path: Path) -> None:
@@ -43,3 +43,11 @@ def test_an_unknown_stack_names_the_known_ones() -> None:
     with pytest.raises(ConfigError) as caught:
         load_stack("staging")
     assert "local" in caught.value.render()
+
+
+def test_a_pulumi_yml_project_reads_its_stacks_with_the_same_extension(tmp_path: Path) -> None:
+    (tmp_path / "Pulumi.yml").write_text("name: colo\nstackConfigDir: stacks\n")
+    (tmp_path / "stacks").mkdir()
+    (tmp_path / "stacks" / "Pulumi.mine.yml").write_text("config:\n  colo:pairs: []\n")
+    assert list_stacks(tmp_path / "stacks") == ["mine"]
+    assert load_stack("mine", tmp_path).values == {"pairs": []}

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from colo.cli.common import ExitCode
-from colo.errors import ColoError, ConfigError
+from colo.errors import ColoError, ConfigError, UsageError
 
 # name -> (module, one-line help); modules are imported only when their command runs.
 COMMANDS = {
@@ -56,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser(command if command in COMMANDS else None).parse_args(argv)
     try:
         code: int = args.run(args)
-    except ConfigError as exc:
+    except (ConfigError, UsageError) as exc:
         print(exc.render(), file=sys.stderr)
         return ExitCode.INVALID
     except ColoError as exc:

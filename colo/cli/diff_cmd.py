@@ -21,7 +21,7 @@ from colo.diff.rendered import rendered_objects
 from colo.diff.sides import stack_file_at
 from colo.errors import ConfigError
 from colo.plan.stack import Plan
-from colo.stackfiles import REPO_ROOT, StackFile, load_stack_file, stack_path
+from colo.stackfiles import StackFile, load_stack_file, require_project, stack_path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,12 +31,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--base", metavar="REF", help="base side: the same stack file at this git ref (absent there: empty)"
     )
     base.add_argument("--base-config", type=Path, help="base side: any file shaped like a Pulumi stack file")
-    parser.add_argument(
-        "--root",
-        type=Path,
-        default=REPO_ROOT,
-        help="project directory holding Pulumi.yaml and stacks/ (default: this checkout)",
-    )
 
 
 @dataclass(frozen=True)
@@ -53,28 +47,32 @@ class SideError(Exception):
 
 
 def _head(args: argparse.Namespace) -> tuple[Side, Path, Path]:
-    """The head side, with the paths its base is read from at a git ref."""
-    root: Path = args.root.resolve()
-    if args.stack is not None:
-        path, project = stack_path(args.stack, root), root / "Pulumi.yaml"
-        label = str(path.relative_to(root))
-    else:
-        path, project, label = args.config.resolve(), REPO_ROOT / "Pulumi.yaml", str(args.config)
+    """The head side, with the paths its base is read from at a git ref (the project's files)."""
+    start: Path = args.cwd or Path.cwd()
+    label = str(args.config) if args.stack is None else f"stack {args.stack}"
     try:
-        stack_file = read_stack_file(args, root)
+        project = require_project(start)
+        if args.stack is not None:
+            path = stack_path(args.stack, project.parent)
+            label = str(path.relative_to(project.parent))
+        else:
+            path = (start / args.config).resolve()
+        stack_file = read_stack_file(args)
         return Side(label, stack_file, load_config(stack_file)), path, project
     except ConfigError as exc:
         raise SideError("head", label, exc) from None
 
 
 def _base(args: argparse.Namespace, head_path: Path, project: Path, stack: str) -> Side:
+    start: Path = args.cwd or Path.cwd()
     if args.base_config is not None:
         label = str(args.base_config)
     else:
-        label = f"{args.base}:{head_path.relative_to(args.root.resolve()) if args.stack else head_path.name}"
+        label = f"{args.base}:{head_path.relative_to(project.parent) if args.stack else head_path.name}"
     try:
         if args.base_config is not None:
-            stack_file: StackFile | None = load_stack_file(args.base_config, stack=stack)
+            base_config = start / args.base_config
+            stack_file: StackFile | None = load_stack_file(base_config, project_file=project, stack=stack)
         else:
             stack_file = stack_file_at(args.base, head_path, project, stack)
         if stack_file is None:

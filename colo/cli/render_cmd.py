@@ -10,7 +10,13 @@ from colo.cli.common import ExitCode, add_stack_arguments, load_config, read_sta
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_stack_arguments(parser)
-    parser.add_argument("--out", type=Path, required=True, help="directory for the YAML files and summary")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="directory for manifests/ (the objects to kubectl apply) and the summaries: a new or empty "
+        "one, or an earlier render; colo never deletes or overwrites files it did not write",
+    )
     parser.add_argument(
         "--preview", action="store_true", help="run as `pulumi preview` would (the default is as `pulumi up`)"
     )
@@ -22,14 +28,27 @@ def run(args: argparse.Namespace) -> int:
     # Imported only now, so that `colo plan` and a refused render never load Pulumi.
     from colo.components.errors import ProgramError
     from colo.mock_run import run_program
-    from colo.render import write_render
+    from colo.output_dir import check_replaceable
+    from colo.render import APPLY_DIR, write_render
 
+    out: Path = args.out if args.cwd is None else args.cwd / args.out
+    check_replaceable(out.resolve(), "--out")  # before the program runs: refuse early, write nothing
     try:
         program_run = run_program(stack_file, preview=args.preview)
     except ProgramError as exc:
         # The program refused the config or the plan before registering anything; nothing is written,
         # and colo.cli.main turns the original error into exit code 2 (config) or 1 (plan).
         raise exc.error from None
-    written = write_render(program_run, stack_file.stack, args.out)
-    print(f"wrote {len(written) - 2} Kubernetes objects and summary.md/summary.json to {args.out}")
+    rendered = write_render(program_run, stack_file.stack, out)
+    print(
+        f"wrote {len(rendered.objects)} Kubernetes objects to {out / APPLY_DIR} and summary.md/summary.json "
+        f"to {out}\napply them with: kubectl apply -f {out / APPLY_DIR}/"
+    )
+    if rendered.secrets:
+        print(
+            "secrets are never written to files; the pods read these by name and wait until they exist, so "
+            "create each (the value from the variable):"
+        )
+        for secret in rendered.secrets:
+            print(f"  {secret.command}")
     return ExitCode.OK

@@ -4,6 +4,8 @@ container that copies weights from S3 into the model volume. Security contexts: 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pulumi
 import pulumi_kubernetes as k8s
 
@@ -15,6 +17,12 @@ from colo.plan.weight_sync_step import WeightSyncStep
 
 CACHE_DIR = "/cache"  # HOME, Hugging Face, vLLM, torch.compile and Triton caches all land here
 HEALTH_PATH = "/health"
+# With an API key set, vLLM's AuthenticationMiddleware asks for it only on paths under these prefixes
+# ("/v1" up to 0.21; "/v1", "/v2", "/inference" from 0.22; "/cohere" too from 0.27: vllm <version>
+# vllm/entrypoints/openai/api_server.py::AuthenticationMiddleware, from 0.29
+# vllm/entrypoints/serve/middleware/authenticate.py, GUARDED_PREFIX). Probes and the start gate call
+# HEALTH_PATH, which lies outside all of them, so they need no key.
+API_KEY_GUARDED_PREFIXES = ("/v1", "/v2", "/inference", "/cohere")
 # Kubernetes waits 1 s for a probe by default. A vLLM server busy with a long prefill can take longer than
 # that to answer /health, and three such misses in a row would restart a healthy server.
 RUNNING_PROBE_TIMEOUT_S = 5
@@ -97,7 +105,16 @@ def weight_sync_container(step: WeightSyncStep) -> k8s.core.v1.ContainerArgs:
     )
 
 
-def server_env(hf_secret: pulumi.Input[str] | None, hf_secret_key: str) -> list[k8s.core.v1.EnvVarArgs]:
+@dataclass(frozen=True)
+class SecretRef:
+    """An environment variable read from a key of a Secret (its name an output, so pods wait for it)."""
+
+    env: str
+    secret: pulumi.Input[str]
+    key: str
+
+
+def server_env(secrets: list[SecretRef]) -> list[k8s.core.v1.EnvVarArgs]:
     env = [
         k8s.core.v1.EnvVarArgs(name="HOME", value=CACHE_DIR),
         k8s.core.v1.EnvVarArgs(name="XDG_CACHE_HOME", value=CACHE_DIR),
@@ -105,15 +122,15 @@ def server_env(hf_secret: pulumi.Input[str] | None, hf_secret_key: str) -> list[
         k8s.core.v1.EnvVarArgs(name="VLLM_NO_USAGE_STATS", value="1"),
         k8s.core.v1.EnvVarArgs(name="DO_NOT_TRACK", value="1"),
     ]
-    if hf_secret is not None:
-        env.append(
-            k8s.core.v1.EnvVarArgs(
-                name="HF_TOKEN",
-                value_from=k8s.core.v1.EnvVarSourceArgs(
-                    secret_key_ref=k8s.core.v1.SecretKeySelectorArgs(name=hf_secret, key=hf_secret_key)
-                ),
-            )
+    env += [
+        k8s.core.v1.EnvVarArgs(
+            name=ref.env,
+            value_from=k8s.core.v1.EnvVarSourceArgs(
+                secret_key_ref=k8s.core.v1.SecretKeySelectorArgs(name=ref.secret, key=ref.key)
+            ),
         )
+        for ref in secrets
+    ]
     return env
 
 

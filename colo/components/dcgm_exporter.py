@@ -16,6 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from colo.components.containers import tolerations
+from colo.components.network_policy import ingress_policy
 from colo.components.pod_security import container_security_context, pod_security_context
 from colo.plan.monitoring import DcgmExporterPlan
 
@@ -51,6 +52,7 @@ class DcgmExporterArgs:
     labels: dict[str, str]
     scrape_annotations: dict[str, str] | None  # None: a PodMonitor scrapes it (Prometheus operator)
     pod_monitor_labels: dict[str, str] | None  # labels of its PodMonitor; None: no PodMonitor
+    scrape_from: list[k8s.networking.v1.NetworkPolicyPeerArgs]  # who may reach its port (network.scrapeFrom)
 
 
 class DcgmExporter(pulumi.ComponentResource):
@@ -67,6 +69,16 @@ class DcgmExporter(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
         self._daemon_set(name, counters.metadata.name)
+        # Only Prometheus may reach the metrics port; with no scrapeFrom, nothing may.
+        ingress_policy(
+            name,
+            namespace=args.plan.namespace,
+            labels=args.labels,
+            selector=self._selector,
+            ports=[PORT],
+            sources=args.scrape_from,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
         if args.pod_monitor_labels is not None:
             self._pod_monitor(name, args.pod_monitor_labels)
         self.register_outputs({})

@@ -1,4 +1,5 @@
 """NVIDIA's device plugin as plain objects (namespace, ConfigMap, DaemonSet), so `colo render` can show them.
+Its pods admit no ingress: the plugin serves kubelet over a unix socket, nothing over the network.
 
 Its Helm chart cannot be rendered offline; this mirrors the upstream static manifest
 (deployments/static/nvidia-device-plugin.yml) plus the config file the chart would mount. Time-slicing
@@ -15,6 +16,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from colo.components.containers import tolerations
+from colo.components.network_policy import deny_all_ingress
 from colo.components.pod_security import (
     DEVICE_PLUGIN_LEVEL,
     container_security_context,
@@ -70,9 +72,20 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
         self._args = args
         self.resource_name = SHARED_RESOURCE if args.time_slices is not None else WHOLE_RESOURCE
         namespace = self._define_namespace(name)
+        deny_all_ingress(
+            f"{name}-deny-ingress",
+            namespace=namespace.metadata.name,
+            labels=self._args.labels,
+            selector=self._selector(name),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
         config_map = self._define_config(name, namespace.metadata.name)
         self._define_daemon_set(name, namespace.metadata.name, config_map.metadata.name)
         self.register_outputs({"resource_name": self.resource_name})
+
+    @staticmethod
+    def _selector(name: str) -> dict[str, str]:
+        return {"app.kubernetes.io/name": "nvidia-device-plugin", "app.kubernetes.io/instance": name}
 
     def _define_namespace(self, name: str) -> k8s.core.v1.Namespace:
         # hostPath for the kubelet's device-plugin socket is only allowed at the privileged level, which is
@@ -102,7 +115,7 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
     def _define_daemon_set(
         self, name: str, namespace: pulumi.Input[str], config_map: pulumi.Input[str]
     ) -> k8s.apps.v1.DaemonSet:
-        selector = {"app.kubernetes.io/name": "nvidia-device-plugin", "app.kubernetes.io/instance": name}
+        selector = self._selector(name)
         container = k8s.core.v1.ContainerArgs(
             name="nvidia-device-plugin",
             image=IMAGE,

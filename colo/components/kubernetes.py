@@ -1,30 +1,33 @@
-"""Everything colo puts in the cluster, in dependency order: namespace, token, GPU sharing, volume, pairs."""
+"""Everything colo puts in the cluster, in dependency order: namespace, secrets, GPU sharing, volume, pairs."""
 
 from __future__ import annotations
 
 import pulumi
 
+from colo.components.containers import SecretRef
 from colo.components.dcgm_exporter import DcgmExporter, DcgmExporterArgs
 from colo.components.device_plugin import DevicePluginArgs, NvidiaDevicePlugin
 from colo.components.gpu_claim import GpuClaimTemplate, GpuClaimTemplateArgs
 from colo.components.gpu_pairing import PAIRING, PairingContext
-from colo.components.hf_token import TOKEN_KEY, HfTokenSecret, HfTokenSecretArgs
 from colo.components.labels import pair_labels, pair_selector, pairs_selector, standard_labels
 from colo.components.model_store import ModelStore, ModelStoreArgs
 from colo.components.monitoring import ServerMonitoring, ServerMonitoringArgs, scrape_annotations
 from colo.components.namespace import Namespace, NamespaceArgs
+from colo.components.network_policy import policy_peer
 from colo.components.pair import CoLocatedPair, CoLocatedPairArgs
 from colo.components.pod_scripts import PodScripts, PodScriptsArgs
 from colo.components.pod_security import SERVERS_LEVEL
+from colo.components.secrets import StackSecretArgs, declare_secret
 from colo.plan.kubernetes_spec import KubernetesSpec
 
 
 def declare_kubernetes(
     spec: KubernetesSpec,
     *,
-    hf_token: pulumi.Output[str] | None,
+    secrets: dict[str, pulumi.Output[str]],
     depends_on: list[pulumi.Resource],
 ) -> None:
+    """`secrets`: the stack's Pulumi secrets by key (colo:hfToken -> "hfToken"), for spec.secret_env."""
     opts = pulumi.ResourceOptions(depends_on=depends_on)
     namespace = Namespace(
         "namespace",
@@ -38,11 +41,23 @@ def declare_kubernetes(
     )
     ns = namespace.name
 
-    secret = None
-    if hf_token is not None:
-        secret = HfTokenSecret(
-            "hf-token", HfTokenSecretArgs(ns, hf_token, standard_labels(spec, "hf-token")), opts
+    secret_refs = [
+        SecretRef(
+            env.env,
+            declare_secret(
+                StackSecretArgs(
+                    ns,
+                    env.secret_name,
+                    env.key,
+                    secrets[env.stack_key],
+                    standard_labels(spec, env.secret_name),
+                ),
+                opts,
+            ),
+            env.key,
         )
+        for env in spec.secret_env
+    ]
 
     plugin = None
     if spec.device_plugin is not None:
@@ -99,8 +114,10 @@ def declare_kubernetes(
                 tolerations=list(spec.tolerations),
                 model_claim=store.claim_name,
                 scripts_config_map=scripts.config_map_name if scripts else None,
-                hf_secret=secret.secret_name if secret else None,
-                hf_secret_key=TOKEN_KEY,
+                secrets=secret_refs,
+                ingress_from=[
+                    policy_peer(peer, spec.namespace) for peer in (*spec.ingress_from, *spec.scrape_from)
+                ],
                 pod_annotations=scrape_annotations(spec.monitoring),
             ),
             opts,
@@ -138,6 +155,9 @@ def declare_monitoring(
                 labels=standard_labels(spec, "dcgm-exporter"),
                 scrape_annotations=scrape_annotations(monitoring),
                 pod_monitor_labels=monitoring.monitor_labels if monitoring.prometheus_operator else None,
+                scrape_from=[
+                    policy_peer(peer, monitoring.dcgm_exporter.namespace) for peer in spec.scrape_from
+                ],
             ),
             pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[plugin])),
         )

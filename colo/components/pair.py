@@ -13,6 +13,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from colo.components.containers import (
+    SecretRef,
     health_url,
     running_probe,
     server_env,
@@ -23,16 +24,29 @@ from colo.components.containers import (
     weight_sync_container,
 )
 from colo.components.gpu_pairing import PodGpu, ServerGpu
+from colo.components.network_policy import ingress_policy
 from colo.components.pod_scripts import script_path
 from colo.components.pod_security import container_security_context, pod_security_context
 from colo.plan.pair import PairPlan, Server
 
 VLLM_SERVE = ["vllm", "serve"]
-# A pod that reads S3 needs its service account's token (IRSA, EKS Pod Identity); the finding is
-# explained in docs/checkov.md.
-SERVICE_ACCOUNT_TOKEN_EXCEPTION = {
-    "checkov.io/skip1": "CKV_K8S_38=the weight sync reads S3 with the service account's token",
-}
+# Policy-scanner findings a pod can carry for a reason, each explained in docs/checkov.md: a pod that
+# reads S3 needs its service account's token (IRSA, EKS Pod Identity); vLLM reads its API key only from
+# the environment (or its command line), and the HF token travels the same way.
+SERVICE_ACCOUNT_TOKEN_EXCEPTION = "CKV_K8S_38=the weight sync reads S3 with the service account's token"
+SECRET_ENV_EXCEPTION = "CKV_K8S_35=vLLM reads VLLM_API_KEY and HF_TOKEN from the environment only"
+
+
+def scanner_exceptions(pair: PairPlan, reads_secrets: bool) -> dict[str, str] | None:
+    found = [
+        exception
+        for exception, applies in (
+            (SERVICE_ACCOUNT_TOKEN_EXCEPTION, pair.service_account is not None),
+            (SECRET_ENV_EXCEPTION, reads_secrets),
+        )
+        if applies
+    ]
+    return {f"checkov.io/skip{i}": exception for i, exception in enumerate(found, start=1)} or None
 
 
 @dataclass(frozen=True)
@@ -47,8 +61,8 @@ class CoLocatedPairArgs:
     tolerations: list[dict[str, str]]
     model_claim: pulumi.Input[str]
     scripts_config_map: pulumi.Input[str] | None
-    hf_secret: pulumi.Input[str] | None
-    hf_secret_key: str
+    secrets: list[SecretRef]  # what every server reads from a Secret (HF_TOKEN, VLLM_API_KEY)
+    ingress_from: list[k8s.networking.v1.NetworkPolicyPeerArgs]  # who may call the servers
     pod_annotations: dict[str, str] | None = (
         None  # Prometheus scrape annotations (colo.components.monitoring)
     )
@@ -78,6 +92,15 @@ class CoLocatedPair(pulumi.ComponentResource):
         self.service_names = {
             server.role: self._define_service(server).metadata.name for server in args.pair.servers
         }
+        ingress_policy(
+            args.pair.name,
+            namespace=args.namespace,
+            labels=args.labels,
+            selector=args.selector,
+            ports=[server.port for server in args.pair.servers],
+            sources=args.ingress_from,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
         self.register_outputs({"deployment_name": self.deployment_name, "service_names": self.service_names})
 
     def _server_container(self, index: int, server: Server, gpu: ServerGpu) -> k8s.core.v1.ContainerArgs:
@@ -92,7 +115,7 @@ class CoLocatedPair(pulumi.ComponentResource):
             args=list(server.args),
             ports=[k8s.core.v1.ContainerPortArgs(name=server.role, container_port=server.port)],
             env=[
-                *server_env(args.hf_secret, args.hf_secret_key),
+                *server_env(args.secrets),
                 *gpu.env,
                 *(k8s.core.v1.EnvVarArgs(name=name, value=value) for name, value in server.env),
             ],
@@ -146,7 +169,7 @@ class CoLocatedPair(pulumi.ComponentResource):
                 name=args.pair.name,
                 namespace=args.namespace,
                 labels=args.labels,
-                annotations=SERVICE_ACCOUNT_TOKEN_EXCEPTION if args.pair.service_account else None,
+                annotations=scanner_exceptions(args.pair, bool(args.secrets)),
             ),
             spec=k8s.apps.v1.DeploymentSpecArgs(
                 replicas=1,

@@ -27,20 +27,21 @@ def _servers(config: StackConfig) -> list[tuple[str, ServerSpec]]:
     return found
 
 
-def _local_profile_problem(profile: str, model: str) -> str | None:
+def _local_profile_problem(profile: str, model: str, root: Path | None) -> str | None:
     """Why a profile on disk cannot be read (missing, not a regular file, not a config.json); read once here
-    so that a path mistake is an invalid config. s3:// profiles are read when planning, with AWS access."""
-    from colo.stackfiles import REPO_ROOT  # the project root, which relative profiles are resolved against
-
-    local = Path(profile)
+    so that a path mistake is an invalid config. s3:// profiles are read when planning, with AWS access.
+    A relative path is read from `root` (the project directory), else the working directory, as the plan
+    reads it."""
     try:
-        architecture_from_path(local if local.is_absolute() else REPO_ROOT / local, model)
+        architecture_from_path((root or Path.cwd()) / profile, model)
     except (OSError, ValueError) as exc:
         return f"cannot read the architecture from {shown(profile)}: {exc}"
     return None
 
 
-def _server_problems(path: str, server: ServerSpec, known_models: set[str]) -> list[Problem]:
+def _server_problems(
+    path: str, server: ServerSpec, known_models: set[str], root: Path | None = None
+) -> list[Problem]:
     problems = []
     try:
         rules = rules_for(server.vllm.version)
@@ -56,7 +57,7 @@ def _server_problems(path: str, server: ServerSpec, known_models: set[str]) -> l
                 )
             )
     if server.profile is not None and not server.profile.startswith("s3://"):
-        problem = _local_profile_problem(server.profile, server.model)
+        problem = _local_profile_problem(server.profile, server.model, root)
         if problem:
             problems.append(Problem(f"{path}.profile", problem))
     if server.profile is None and server.model not in known_models:
@@ -101,5 +102,5 @@ def catalog_problems(config: StackConfig) -> list[Problem]:
     known_models = set(catalog_ids())
     problems = _node_pool_problems(config) + _calibration_problems(config)
     for path, server in _servers(config):
-        problems += _server_problems(path, server, known_models)
+        problems += _server_problems(path, server, known_models, config.project_dir)
     return problems

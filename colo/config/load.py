@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -15,8 +16,8 @@ from colo.errors import ConfigError, Problem
 
 PROJECT = "colo"
 # Top-level keys of the `colo:` namespace; the secret hfToken is read separately and never parsed here.
-CONFIG_KEYS = ("cluster", "nodePool", "storage", "budget", "observability", "pairs")
-SECRET_KEYS = ("hfToken",)
+CONFIG_KEYS = ("cluster", "nodePool", "storage", "budget", "network", "observability", "pairs")
+SECRET_KEYS = ("hfToken", "vllmApiKey")
 
 
 def config_path(loc: Sequence[int | str]) -> str:
@@ -46,29 +47,39 @@ def parse_stack_config(
     hf_token_set: bool = False,
     plaintext_token: bool = False,
     aws_region: str | None = None,
+    project_dir: Path | None = None,
+    vllm_api_key_set: bool = False,
+    plaintext_secrets: Sequence[str] = (),
 ) -> StackConfig:
     """Validate every top-level key at once so the user sees all problems in one run.
 
-    `hf_token_set`, `plaintext_token` and `aws_region` are facts from outside the colo namespace: whether
-    the secret is set (and whether it really is a secret), and the stack's `aws:region` (what the
-    weight-sync step passes to boto3 in the pod).
+    The keyword arguments are facts from outside the colo namespace: whether each secret is set (and
+    `plaintext_token`, `plaintext_secrets`: which are stored in plain text), the stack's `aws:region`
+    (what the weight-sync step passes to boto3 in the pod), and the project directory relative profile
+    paths are read from.
     """
     unknown = [key for key in raw if key not in CONFIG_KEYS and key not in SECRET_KEYS]
     problems = [
-        Problem(f"{PROJECT}:{shown(key)}", f"unknown config key; known keys are {', '.join(CONFIG_KEYS)}")
+        Problem(
+            f"{PROJECT}:{shown(key)}",
+            f"unknown config key; known keys are {', '.join((*CONFIG_KEYS, *SECRET_KEYS))}",
+        )
         for key in unknown
     ]
-    if plaintext_token:
-        problems.append(
-            Problem(
-                f"{PROJECT}:hfToken",
-                "is stored in plain text in the stack file; remove it and run "
-                "`pulumi config set --secret hfToken <token>` so only ciphertext is committed",
-            )
+    plaintext = sorted({*plaintext_secrets, *(["hfToken"] if plaintext_token else [])})
+    problems += [
+        Problem(
+            f"{PROJECT}:{key}",
+            "is stored in plain text in the stack file; remove it and run "
+            f"`pulumi config set --secret {key} <value>` so only ciphertext is committed",
         )
+        for key in plaintext
+    ]
     values = {key: raw[key] for key in CONFIG_KEYS if key in raw and raw[key] is not None}
     values["hfTokenSet"] = hf_token_set
+    values["vllmApiKeySet"] = vllm_api_key_set
     values["awsRegion"] = aws_region
+    values["projectDir"] = project_dir
     try:
         config = StackConfig.model_validate(values)
     except ValidationError as exc:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -385,6 +386,17 @@ class Cluster(_Model):
         default=None, description="Restartable init containers; default: on from Kubernetes 1.29"
     )
 
+    @field_validator("kubernetes_version", mode="before")
+    @classmethod
+    def _quoted_version(cls, value: object) -> object:
+        # Unquoted in YAML, 1.30 is the number 1.3: the minor version is lost before colo sees it.
+        if isinstance(value, float):
+            raise ValueError(
+                f"is the number {value} here: YAML reads an unquoted version as a number and drops "
+                'trailing zeros (1.30 becomes 1.3); quote it, e.g. kubernetesVersion: "1.30"'
+            )
+        return value
+
     @field_validator("kubernetes_version")
     @classmethod
     def _minor_version(cls, value: str) -> str:
@@ -408,6 +420,18 @@ class Cluster(_Model):
     @property
     def minor(self) -> int:
         return int(self.kubernetes_version.split(".")[1])
+
+
+class DevicePlugin(_Model):
+    """NVIDIA's device plugin on the GPU nodes: colo installs it where the node image has none, unless it
+    is managed elsewhere (the GPU Operator, the cluster's own DaemonSet), when colo adds none."""
+
+    managed_by: Literal["colo", "elsewhere"] = "colo"
+    shared_replicas: Annotated[int, Field(ge=1, le=64)] | None = Field(
+        default=None,
+        description="time-slice with a plugin managed elsewhere: the replicas per GPU it advertises as "
+        "nvidia.com/gpu.shared, as you have checked in its config",
+    )
 
 
 class NodePool(_Model):
@@ -437,6 +461,7 @@ class NodePool(_Model):
     node_selector: Annotated[dict[str, CliText], Field(max_length=32)] = Field(default_factory=dict)
     root_volume_gib: int | None = Field(default=None, ge=50, le=16_384, alias="rootVolumeGiB")
     max_nodes: Annotated[int, Field(ge=1, le=1000)] | None = None
+    device_plugin: DevicePlugin = DevicePlugin()
 
     @field_validator("node_selector")
     @classmethod
@@ -496,6 +521,54 @@ class Storage(_Model):
         problem = formats.byte_quantity(value, "storage")
         if problem:
             raise ValueError(problem)
+        return value
+
+
+class IngressSource(_Model):
+    """Pods allowed to call the servers: those with `podLabels` (every pod when omitted) in `namespace`
+    (the servers' own when omitted; "*" for every namespace)."""
+
+    namespace: str | None = None
+    pod_labels: Annotated[dict[str, CliText], Field(max_length=32)] | None = None
+
+    @field_validator("pod_labels")
+    @classmethod
+    def _labels(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        for key, label in (value or {}).items():
+            problem = formats.label_key(key) or formats.label_value(label)
+            if problem:
+                raise ValueError(f"{problem} (key '{shown(key)}')")
+        return value
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace_or_all(cls, value: str | None) -> str | None:
+        problem = None if value is None or value == "*" else formats.dns_label(value)
+        if problem:
+            raise ValueError(f"not a namespace name, nor * for every one: {problem}")
+        return value
+
+
+class Network(_Model):
+    """Who may reach the servers' ports: a NetworkPolicy per pair admits only these sources."""
+
+    allow_from: Annotated[list[IngressSource], Field(max_length=64)] | None = Field(
+        default=None, description="Sources allowed in; default: every pod of the servers' namespace"
+    )
+    scrape_from: Annotated[list[IngressSource], Field(max_length=64)] = Field(
+        default_factory=list,
+        description="Where Prometheus runs: admitted to the servers' ports (their /metrics is on the API port) "
+        "and to the DCGM exporter's",
+    )
+
+    @field_validator("allow_from")
+    @classmethod
+    def _some_source(cls, value: list[IngressSource] | None) -> list[IngressSource] | None:
+        if value is not None and not value:
+            raise ValueError(
+                "an empty list would admit no client at all; list the sources, or omit allowFrom for the "
+                "servers' own namespace"
+            )
         return value
 
 
@@ -560,12 +633,37 @@ class StackConfig(_Model):
     node_pool: NodePool = NodePool()
     storage: Storage = Storage()
     budget: Budget = Budget()
+    network: Network = Network()
     observability: Observability = Observability()
     pairs: Annotated[list[Pair], Field(max_length=1000)]
     hf_token_set: bool = Field(default=False, description="True when the secret colo:hfToken is present")
+    vllm_api_key_set: bool = Field(
+        default=False, description="True when the secret colo:vllmApiKey is present"
+    )
     aws_region: str | None = Field(
         default=None, description="The stack's aws:region (outside the colo namespace), when it is set"
     )
+    project_dir: Path | None = Field(
+        default=None,
+        description="Where relative profile paths are read from: the project directory; None: the working "
+        "directory, which is the project directory when the Pulumi CLI runs the program",
+    )
+
+    @model_validator(mode="after")
+    def _managed_pool_names_its_cluster(self) -> StackConfig:
+        # The default name would send the node group to whichever EKS cluster happens to be called colo.
+        if self.node_pool.mode == "managed" and "name" not in self.cluster.model_fields_set:
+            raise ValidationError.from_exception_data(
+                type(self).__name__,
+                [
+                    _error(
+                        ("cluster", "name"),
+                        "required with nodePool.mode: managed: the name of the EKS cluster the node group "
+                        "joins (pulumi config set --path cluster.name <cluster>)",
+                    )
+                ],
+            )
+        return self
 
     @model_validator(mode="after")
     def _storage_for_s3_weights(self) -> StackConfig:

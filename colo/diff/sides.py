@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from colo.errors import ConfigError, Problem
@@ -32,7 +33,8 @@ def git_show(ref: str, path: Path) -> str | None:
 def stack_file_at(ref: str, stack_path: Path, project_file: Path, stack: str) -> StackFile | None:
     """The stack file merged with Pulumi.yaml as both were at `ref`; None if the stack did not exist there.
 
-    If Pulumi.yaml itself did not exist at `ref`, today's is used: its defaults are the best guess.
+    If Pulumi.yaml itself did not exist at `ref`, today's is used: its defaults are the best guess. The
+    program that renders it is today's, run in today's project directory.
     """
     text = git_show(ref, stack_path)
     if text is None:
@@ -45,4 +47,6 @@ def stack_file_at(ref: str, stack_path: Path, project_file: Path, stack: str) ->
         base_project = Path(tmp) / "Pulumi.yaml"
         base_stack.write_text(text)
         base_project.write_text(project_text)
-        return load_stack_file(base_stack, project_file=base_project, stack=stack)
+        then = load_stack_file(base_stack, project_file=base_project, stack=stack)
+    today = load_stack_file(stack_path, project_file=project_file, stack=stack)
+    return replace(then, project_dir=today.project_dir, program=today.program)

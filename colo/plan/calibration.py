@@ -23,7 +23,7 @@ from colo.catalog.vllm_rules import MeasuredConstants, constants
 from colo.config.yaml_safety import UnsafeYaml, load_yaml
 from colo.files import FileRefused, decode_utf8, read_bounded
 from colo.plan.budget import ProcessSpec
-from colo.stackfiles import REPO_ROOT
+from colo.stackfiles import find_project
 
 # Calibrated figure -> (label shown by `colo plan`, unit)
 FIGURES = {
@@ -107,9 +107,13 @@ class AppliedCalibration:
 
 
 def resolve(path: str) -> Path:
-    """Relative paths are read from the project root, like a server's profile."""
+    """Relative paths are read from the project directory (the nearest Pulumi.yaml from the working
+    directory up, where the Pulumi CLI runs the program), else the working directory."""
     candidate = Path(path)
-    return candidate if candidate.is_absolute() else REPO_ROOT / candidate
+    if candidate.is_absolute():
+        return candidate
+    project = find_project()
+    return (project.parent if project is not None else Path.cwd()) / candidate
 
 
 _CACHE: dict[tuple[Path, int, int], Calibration] = {}

@@ -85,8 +85,9 @@ DERIVED: dict[str, str] = {
 SECRETS: dict[str, str] = {
     "--hf-token": "a secret in plain text: set the Pulumi secret colo:hfToken "
     "(`pulumi config set --secret hfToken hf_...`), which colo passes from a Kubernetes Secret",
-    "--api-key": "a secret in plain text: set it as the Pulumi secret colo:apiKey "
-    "(`pulumi config set --secret apiKey ...`) instead",
+    "--api-key": "a secret in plain text: set the Pulumi secret colo:vllmApiKey "
+    "(`pulumi config set --secret vllmApiKey ...`), which every server reads as VLLM_API_KEY from a "
+    "Kubernetes Secret",
 }
 
 WATCHED = {**DERIVED, **SECRETS}

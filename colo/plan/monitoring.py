@@ -80,6 +80,21 @@ def monitoring_spec(config: StackConfig, plan: Plan) -> MonitoringSpec:
     )
 
 
+def scrape_warnings(config: StackConfig) -> list[Problem]:
+    """A Prometheus the NetworkPolicies would keep out: said, since only the user knows where it runs."""
+    observability = config.observability
+    if config.network.scrape_from or not (observability.prometheus_operator or observability.dcgm_exporter):
+        return []
+    return [
+        Problem(
+            "colo:network.scrapeFrom",
+            "is empty, so Prometheus reaches the servers' /metrics only from the namespaces the NetworkPolicies "
+            "admit anyway (the servers' own, network.allowFrom) and the DCGM exporter's not at all; add where "
+            "Prometheus runs, e.g. scrapeFrom: [{namespace: monitoring}]",
+        )
+    ]
+
+
 def observability_warnings(config: StackConfig, plugin: DevicePluginPlan | None) -> list[Problem]:
     """dcgmExporter asked for where colo does not manage the device plugin: said, not refused."""
     if not config.observability.dcgm_exporter or plugin is not None:

@@ -30,7 +30,6 @@ from colo.plan.refusals import ALLOW_LONG_ENV, ServerSettings, vllm_refusals
 from colo.plan.vllm_args import vllm_arguments
 from colo.plan.weight_sync_step import WeightSyncStep, weight_sync_step
 from colo.roles import ROLES, Role
-from colo.stackfiles import REPO_ROOT
 
 S3Profile = Callable[[str, str], ModelArchitecture]
 
@@ -93,8 +92,11 @@ class CheckedServer:
     arch: ModelArchitecture
 
 
-def server_architecture(server: ServerSpec, path: str, s3_profile: S3Profile | None) -> ModelArchitecture:
-    """The catalog's entry, or the profile the server names (a local file or directory, or s3://)."""
+def server_architecture(
+    server: ServerSpec, path: str, s3_profile: S3Profile | None, profile_root: Path | None = None
+) -> ModelArchitecture:
+    """The catalog's entry, or the profile the server names (a local file or directory, or s3://). A
+    relative local path is read from `profile_root` (the project directory), else the working directory."""
     profile = server.profile
     try:
         if profile is None:
@@ -107,7 +109,7 @@ def server_architecture(server: ServerSpec, path: str, s3_profile: S3Profile | N
             arch = s3_profile(profile, server.model)
         else:
             local = Path(profile)
-            arch = architecture_from_path(local if local.is_absolute() else REPO_ROOT / local, server.model)
+            arch = architecture_from_path((profile_root or Path.cwd()) / local, server.model)
     except KeyError:
         raise ArchitectureError(
             f"'{server.model}' is not in colo's model catalog; set {path}.profile to its config.json, a model "
@@ -122,7 +124,7 @@ def server_architecture(server: ServerSpec, path: str, s3_profile: S3Profile | N
 
 
 def check_server(
-    role: Role, server: ServerSpec, path: str, s3_profile: S3Profile | None
+    role: Role, server: ServerSpec, path: str, s3_profile: S3Profile | None, profile_root: Path | None = None
 ) -> tuple[CheckedServer | None, list[Problem]]:
     """Refuse what vLLM would refuse at start: an unmirrored release, a flag it lacks, an unreadable
     architecture, MTP without MTP layers."""
@@ -140,7 +142,7 @@ def check_server(
             )
         )
     try:
-        arch = server_architecture(server, path, s3_profile)
+        arch = server_architecture(server, path, s3_profile, profile_root)
     except ArchitectureError as exc:
         return None, [*problems, Problem(f"{path}.profile" if server.profile else f"{path}.model", str(exc))]
     if server.speculative and server.speculative.method == "mtp" and arch.mtp_layers == 0:
@@ -157,13 +159,13 @@ def check_server(
 
 
 def validate_pair(
-    pair: Pair, index: int, s3_profile: S3Profile | None
+    pair: Pair, index: int, s3_profile: S3Profile | None, profile_root: Path | None = None
 ) -> tuple[list[CheckedServer], list[Problem]]:
     """Every server of the pair in start order, and every problem found (all servers are checked)."""
     checked: list[CheckedServer] = []
     problems: list[Problem] = []
     for role, server in pair.servers_in_start_order():
-        ready, found = check_server(role, server, f"colo:pairs[{index}].{role}", s3_profile)
+        ready, found = check_server(role, server, f"colo:pairs[{index}].{role}", s3_profile, profile_root)
         problems += found
         if ready is not None:
             checked.append(ready)
@@ -340,7 +342,7 @@ def plan_pair(
     s3_profile: S3Profile | None,
 ) -> tuple[PairPlan | None, list[Problem]]:
     """The pair's plan and its problems; None when a server could not be sized at all."""
-    checked, problems = validate_pair(pair, index, s3_profile)
+    checked, problems = validate_pair(pair, index, s3_profile, config.project_dir)
     problems += refusal_problems(checked, gpu_spec)
     if problems:
         return None, problems

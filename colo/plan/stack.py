@@ -15,12 +15,18 @@ from colo.config.schema import StackConfig
 from colo.errors import Problem
 from colo.plan.calibration import calibration_problem
 from colo.plan.hub_access import hub_access_warnings
-from colo.plan.monitoring import observability_warnings
+from colo.plan.monitoring import observability_warnings, scrape_warnings
 from colo.plan.pair import PairPlan, S3Profile, plan_pair
 from colo.plan.placement import node_count, node_limit_problems, place_pairs
 from colo.plan.platform import gpus_per_node, instance_type_known, platform_problems, uses_native_sidecars
 from colo.plan.resources import node_fit_problems
-from colo.plan.scheduling import DevicePluginPlan, device_plugin, gpu_tolerations, node_selector
+from colo.plan.scheduling import (
+    DevicePluginPlan,
+    device_plugin,
+    device_plugin_problems,
+    gpu_tolerations,
+    node_selector,
+)
 
 
 @dataclass(frozen=True)
@@ -46,7 +52,7 @@ def make_plan(
     config: StackConfig, *, s3_profile: S3Profile | None = None, gpu_override: GpuSpec | None = None
 ) -> Plan:
     """Plan every pair. Problems are collected, never raised, so `colo plan` can show them all."""
-    problems = platform_problems(config)
+    problems = platform_problems(config) + device_plugin_problems(config)
     if (unusable := calibration_problem(config.budget.calibration)) is not None:
         problems.append(Problem("colo:budget.calibration", unusable))
     selector, tolerations = node_selector(config), gpu_tolerations()
@@ -107,5 +113,9 @@ def make_plan(
         node_selector=selector,
         tolerations=tolerations,
         device_plugin=plugin,
-        warnings=(*hub_access_warnings(config), *observability_warnings(config, plugin)),
+        warnings=(
+            *hub_access_warnings(config),
+            *observability_warnings(config, plugin),
+            *scrape_warnings(config),
+        ),
     )

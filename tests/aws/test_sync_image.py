@@ -9,7 +9,7 @@ import sys
 
 from colo.components.pod_security import RUN_AS
 from colo.plan.weight_sync_step import COMMAND
-from colo.stackfiles import REPO_ROOT
+from tests.paths import REPO_ROOT
 
 DOCKERFILE = (REPO_ROOT / "Dockerfile").read_text()
 # Installed by pyproject for the program, left out of the image.

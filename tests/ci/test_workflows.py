@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from colo.stackfiles import REPO_ROOT
+from tests.paths import REPO_ROOT
 
 WORKFLOWS = sorted((REPO_ROOT / ".github" / "workflows").glob("*.yml"))
 # The test extra installs actionlint and shellcheck next to the interpreter; actionlint runs shellcheck

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from colo.cli import main
-from colo.stackfiles import REPO_ROOT
 from tests.diff.conftest import copy_stack, remove_moe_pair, stretch_gemma_context, swap_first_llm
+from tests.paths import REPO_ROOT
 
 
 def _diff(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -74,10 +74,11 @@ def _git(repo: Path, *args: str) -> None:
 
 @pytest.fixture
 def project_repo(tmp_path: Path) -> Path:
-    """A git repository holding the project file and the prod stack, committed once."""
+    """A git repository holding the project file, its program and the prod stack, committed once."""
     repo = tmp_path / "repo"
     copy_stack("prod", repo / "stacks")
     shutil.copy(REPO_ROOT / "Pulumi.yaml", repo / "Pulumi.yaml")
+    shutil.copy(REPO_ROOT / "__main__.py", repo / "__main__.py")
     _git(repo, "init", "--quiet")
     _git(repo, "add", ".")
     _git(repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "--quiet", "-m", "base")
@@ -88,7 +89,7 @@ def test_base_ref_reads_the_committed_stack_file_from_git(
     project_repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     copy_stack("prod", project_repo / "stacks", stretch_gemma_context)  # an uncommitted edit
-    code, out, _ = _diff(capsys, "--stack", "prod", "--base", "HEAD", "--root", str(project_repo))
+    code, out, _ = _diff(capsys, "--stack", "prod", "--base", "HEAD", "--cwd", str(project_repo))
     assert code == 1
     assert "Base: `HEAD:stacks/Pulumi.prod.yaml`. Head: `stacks/Pulumi.prod.yaml`." in out
     assert "#### `gemma31b` (node 0 GPU 2): stops fitting" in out
@@ -99,7 +100,7 @@ def test_a_stack_missing_at_the_base_ref_is_all_added(
 ) -> None:
     dev = yaml.safe_load((REPO_ROOT / "stacks" / "Pulumi.dev.yaml").read_text())
     (project_repo / "stacks" / "Pulumi.dev.yaml").write_text(yaml.safe_dump(dev))
-    code, out, _ = _diff(capsys, "--stack", "dev", "--base", "HEAD", "--root", str(project_repo))
+    code, out, _ = _diff(capsys, "--stack", "dev", "--base", "HEAD", "--cwd", str(project_repo))
     assert code == 0
     assert "(absent there, so every pair is added)" in out
     assert "#### `rag` (node 0 GPU 0): added" in out
@@ -109,7 +110,7 @@ def test_a_stack_missing_at_the_base_ref_is_all_added(
 def test_an_unknown_base_ref_exits_two_and_names_the_base_side(
     project_repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, _, err = _diff(capsys, "--stack", "prod", "--base", "no-such-ref", "--root", str(project_repo))
+    code, _, err = _diff(capsys, "--stack", "prod", "--base", "no-such-ref", "--cwd", str(project_repo))
     assert code == 2
     assert err.startswith("base side (no-such-ref:stacks/Pulumi.prod.yaml): invalid stack config")
 

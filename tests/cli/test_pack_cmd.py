@@ -10,7 +10,7 @@ import pytest
 
 from colo.cli import main
 from colo.cli.common import ExitCode
-from colo.stackfiles import REPO_ROOT
+from tests.paths import REPO_ROOT
 
 FIELD_REPORT = str(REPO_ROOT / "packs" / "field-report.yaml")
 

@@ -2,7 +2,8 @@
 
 colo.mock_run uses public API (reset_options, set_all_config, set_mocks, the Mocks interface, a stack
 transformation) plus the root Stack's `outputs`; colo.render recognises secrets with pulumi.runtime.rpc's
-is_rpc_secret; colo.program lists config keys from pulumi.runtime.config.CONFIG. When an SDK upgrade
+is_rpc_secret; colo.program lists config keys from pulumi.runtime.config.CONFIG and tells a run inside
+the engine (or the mock runtime) from a plain script by pulumi.runtime.settings.get_monitor. When an SDK upgrade
 changes any of these, this test says which, in plain words, before the render tests fail obscurely.
 """
 
@@ -16,11 +17,13 @@ from packaging.requirements import Requirement
 
 from colo.mock_run import run_program
 from colo.render import SECRET_PLACEHOLDER, plain
-from colo.stackfiles import REPO_ROOT, StackFile
+from colo.stackfiles import StackFile
+from tests.paths import REPO_ROOT
 
 PROGRAM = """
 import pulumi
 from pulumi.runtime.config import CONFIG
+from pulumi.runtime.settings import get_monitor
 
 class Box(pulumi.ComponentResource):
     def __init__(self, name):
@@ -38,6 +41,7 @@ class Box(pulumi.ComponentResource):
 Box("box")
 pulumi.export("config_keys", sorted(CONFIG.get()))
 pulumi.export("answer", 42)
+pulumi.export("has_monitor", get_monitor() is not None)
 """
 
 
@@ -58,6 +62,9 @@ def test_the_sdk_still_offers_what_render_relies_on(tmp_path: Path) -> None:
     run = run_program(StackFile("colo", "sdk-check", {"probe": "1"}), program=program)
 
     assert run.outputs.get("answer") == 42, "pulumi.export no longer lands in the root Stack's outputs"
+    assert run.outputs.get("has_monitor") is True, (
+        "get_monitor() no longer returns the mock runtime's monitor: colo.program would refuse to run under it"
+    )
     assert run.outputs.get("config_keys") == ["colo:probe"], (
         "set_all_config no longer fills pulumi.runtime.config.CONFIG, where colo.program lists colo: keys"
     )

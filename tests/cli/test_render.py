@@ -3,54 +3,57 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
+from pulumi.output import Unknown
 
 from colo.cli import main
+from colo.errors import UsageError
+from colo.mock_run import Recorded
+from colo.render import APPLY_DIR, UNKNOWN_PLACEHOLDER, kubernetes_object
 from colo.stackfiles import list_stacks
-from tests.components.crd_schemas import assert_valid_custom_resource, is_custom_resource
-
-KUBERNETES_VERSION = "1.34.0"
+from tests.apply_dir import apply_directory_problems, objects_in
 
 
-def _kubernetes_validate() -> str:
-    return str(Path(sys.executable).with_name("kubernetes-validate"))
+def _objects(directory: Path) -> list[dict[str, Any]]:
+    return objects_in(directory / APPLY_DIR)
 
 
-def _assert_valid_for_kubernetes(directory: Path) -> None:
-    """Every manifest in `directory` passes kubernetes-validate --strict against the 1.34 schemas; the
-    Prometheus operator's kinds, which it has no schema for, pass their CRDs' own (tests/components)."""
-    files = sorted(
-        str(p) for p in directory.glob("*.yaml") if not is_custom_resource(yaml.safe_load(p.read_text()))
-    )
-    assert files
-    result = subprocess.run(
-        [_kubernetes_validate(), "--strict", "--quiet", "-k", KUBERNETES_VERSION, *files],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "Couldn't find schema" not in result.stdout + result.stderr
-    for path in directory.glob("*.yaml"):
-        body = yaml.safe_load(path.read_text())
-        if is_custom_resource(body):
-            assert_valid_custom_resource(body)
-
-
-def _objects(directory: Path) -> list[dict[str, object]]:
-    return [yaml.safe_load(path.read_text()) for path in sorted(directory.glob("*.yaml"))]
+def _with_secrets(tmp_path: Path, stack: str = "local") -> Path:
+    source = yaml.safe_load(Path(f"stacks/Pulumi.{stack}.yaml").read_text())
+    source["config"]["colo:hfToken"] = {"secure": "v1:ciphertext"}
+    source["config"]["colo:vllmApiKey"] = {"secure": "v1:ciphertext"}
+    path = tmp_path / f"Pulumi.{stack}-secrets.yaml"
+    path.write_text(yaml.safe_dump(source))
+    return path
 
 
 @pytest.mark.parametrize("stack", list_stacks())
-def test_every_manifest_validates_strictly_against_kubernetes_1_34(
+def test_the_apply_directory_holds_only_objects_kubectl_decodes_and_each_validates(
     rendered: dict[str, Path], stack: str
 ) -> None:
-    _assert_valid_for_kubernetes(rendered[stack])
+    assert apply_directory_problems(rendered[stack] / APPLY_DIR) == []
+
+
+def test_the_apply_directory_of_a_stack_with_secrets_holds_only_objects_safe_to_apply(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "out"
+    assert main(["render", "--config", str(_with_secrets(tmp_path)), "--out", str(out)]) == 0
+    assert apply_directory_problems(out / APPLY_DIR) == []
+    assert "Secret" not in {body["kind"] for body in _objects(out)}
+
+
+def test_the_summaries_sit_beside_the_apply_directory_not_in_it(rendered: dict[str, Path]) -> None:
+    out = rendered["prod"]
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == [
+        APPLY_DIR,
+        "summary.json",
+        "summary.md",
+    ]
 
 
 def test_a_stack_that_copies_weights_from_s3_validates_too(tmp_path: Path) -> None:
@@ -63,29 +66,31 @@ def test_a_stack_that_copies_weights_from_s3_validates_too(tmp_path: Path) -> No
     stack.write_text(yaml.safe_dump(source))
     out = tmp_path / "out"
     assert main(["render", "--config", str(stack), "--out", str(out)]) == 0
-    deployment = yaml.safe_load(next(out.glob("*-deployment-qwen27b.yaml")).read_text())
+    deployment = yaml.safe_load(next((out / APPLY_DIR).glob("*-deployment-qwen27b.yaml")).read_text())
     assert deployment["spec"]["template"]["spec"]["initContainers"][0]["name"] == "sync-qwen27b-llm"
-    _assert_valid_for_kubernetes(out)
+    assert apply_directory_problems(out / APPLY_DIR) == []
 
 
 @pytest.mark.parametrize("stack", list_stacks())
 def test_files_are_ordered_for_kubectl_apply_and_named_after_their_object(
     rendered: dict[str, Path], stack: str
 ) -> None:
-    names = sorted(p.name for p in rendered[stack].glob("*.yaml"))
-    kinds = [yaml.safe_load((rendered[stack] / n).read_text())["kind"] for n in names]
+    directory = rendered[stack] / APPLY_DIR
+    names = sorted(p.name for p in directory.iterdir())
+    kinds = [yaml.safe_load((directory / n).read_text())["kind"] for n in names]
     assert kinds[0] == "Namespace"
     assert kinds.index("Deployment") > max(
         i for i, k in enumerate(kinds) if k in ("ConfigMap", "PersistentVolumeClaim")
     )
     for name in names:
-        body = yaml.safe_load((rendered[stack] / name).read_text())
+        body = yaml.safe_load((directory / name).read_text())
         assert body["metadata"]["name"] in name
         assert body["kind"].lower() in name
 
 
 def test_numbers_come_out_as_integers(rendered: dict[str, Path]) -> None:
-    deployment = yaml.safe_load(next(rendered["prod"].glob("*-deployment-qwen27b.yaml")).read_text())
+    directory = rendered["prod"] / APPLY_DIR
+    deployment = yaml.safe_load(next(directory.glob("*-deployment-qwen27b.yaml")).read_text())
     assert deployment["spec"]["replicas"] == 1
     assert isinstance(deployment["spec"]["replicas"], int)
     llm = next(c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "llm")
@@ -93,34 +98,52 @@ def test_numbers_come_out_as_integers(rendered: dict[str, Path]) -> None:
     assert isinstance(llm["startupProbe"]["failureThreshold"], int)
 
 
+def _tree(directory: Path) -> dict[str, str]:
+    return {p.relative_to(directory).as_posix(): p.read_text() for p in directory.rglob("*") if p.is_file()}
+
+
 def test_rendering_twice_gives_identical_files(rendered: dict[str, Path], tmp_path: Path) -> None:
     assert main(["render", "--stack", "dev", "--out", str(tmp_path)]) == 0
-    first = {p.name: p.read_text() for p in rendered["dev"].iterdir()}
-    second = {p.name: p.read_text() for p in tmp_path.iterdir()}
-    assert first == second
+    assert _tree(rendered["dev"]) == _tree(tmp_path)
 
 
 def test_summary_lists_the_objects_and_the_other_resources(rendered: dict[str, Path]) -> None:
     summary = json.loads((rendered["prod"] / "summary.json").read_text())
     assert summary["stack"] == "prod"
-    assert sorted(summary["kubernetes_objects"]) == sorted(p.name for p in rendered["prod"].glob("*.yaml"))
+    assert summary["apply"] == f"kubectl apply -f {APPLY_DIR}/"
+    assert sorted(summary["kubernetes_objects"]) == sorted(
+        f"{APPLY_DIR}/{p.name}" for p in (rendered["prod"] / APPLY_DIR).iterdir()
+    )
     assert isinstance(summary["other_resources"], list)
     assert "# colo render: stack prod" in (rendered["prod"] / "summary.md").read_text()
 
 
-def test_the_hf_token_never_reaches_the_files(tmp_path: Path) -> None:
-    stack = tmp_path / "Pulumi.withtoken.yaml"
-    source = yaml.safe_load(Path("stacks/Pulumi.local.yaml").read_text())
-    source["config"]["colo:hfToken"] = {"secure": "v1:ciphertext"}
-    stack.write_text(yaml.safe_dump(source))
+def test_a_secret_is_left_out_and_the_command_that_creates_it_is_printed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "out"
-    assert main(["render", "--config", str(stack), "--out", str(out)]) == 0
-    secret_files = list(out.glob("*-secret-hf-token.yaml"))
-    assert len(secret_files) == 1
-    text = secret_files[0].read_text()
-    assert text.startswith("# ")
-    assert yaml.safe_load(text)["stringData"] == {"token": "REPLACE-ME"}
-    everything = "".join(p.read_text() for p in out.iterdir())
+    assert main(["render", "--config", str(_with_secrets(tmp_path)), "--out", str(out)]) == 0
+    commands = [
+        'kubectl -n colo create secret generic hf-token --from-literal=token="$HF_TOKEN"',
+        'kubectl -n colo create secret generic vllm-api-key --from-literal=token="$VLLM_API_KEY"',
+    ]
+    printed = capsys.readouterr().out
+    summary = json.loads((out / "summary.json").read_text())
+    assert [s["command"] for s in summary["secrets_to_create"]] == commands
+    for command in commands:
+        assert f"  {command}\n" in printed
+        assert command in (out / "summary.md").read_text()
+    deployment = next(body for body in _objects(out) if body["kind"] == "Deployment")
+    llm = deployment["spec"]["template"]["spec"]["containers"][-1]
+    env = {e["name"]: e.get("valueFrom") for e in llm["env"]}
+    assert env["HF_TOKEN"]["secretKeyRef"] == {"key": "token", "name": "hf-token"}
+    assert env["VLLM_API_KEY"]["secretKeyRef"] == {"key": "token", "name": "vllm-api-key"}
+
+
+def test_the_hf_token_never_reaches_the_files(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert main(["render", "--config", str(_with_secrets(tmp_path)), "--out", str(out)]) == 0
+    everything = "".join(_tree(out).values())
     # The mock runtime stands in a placeholder for the undecryptable secret; it must not be copied out.
     assert "mock-secret-value" not in everything
     assert "ciphertext" not in everything
@@ -184,3 +207,28 @@ def test_a_stack_file_whose_config_is_not_a_mapping_is_an_error_not_a_traceback(
     stack.write_text("config: 3\n")
     assert main(["plan", "--config", str(stack)]) == 2
     assert "must be a mapping" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_a_preview_render_of_a_managed_stack_shows_values_known_after_deploy_as_a_placeholder(
+    rendered: dict[str, Path], stack: str, tmp_path: Path
+) -> None:
+    assert main(["render", "--stack", stack, "--out", str(tmp_path), "--preview"]) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    attachments = [r for r in summary["other_resources"] if r["type"].endswith("RolePolicyAttachment")]
+    assert attachments and all(r["inputs"]["role"] == UNKNOWN_PLACEHOLDER for r in attachments)
+    assert UNKNOWN_PLACEHOLDER in (tmp_path / "summary.md").read_text()
+    # The Kubernetes side depends on no value computed at deploy: its files are the same as after `up`.
+    assert _tree(tmp_path / APPLY_DIR) == _tree(rendered[stack] / APPLY_DIR)
+
+
+def test_a_kubernetes_object_that_needs_a_value_known_only_after_deploy_is_refused_not_written() -> None:
+    configmap = Recorded(
+        "kubernetes:core/v1:ConfigMap",
+        "cm",
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}, "data": {"arn": Unknown()}},
+        None,
+        True,
+    )
+    with pytest.raises(UsageError, match="render without --preview"):
+        kubernetes_object(configmap)

@@ -11,9 +11,12 @@ from colo.stackfiles import StackFile, load_stack
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 
 
-def variant(stack: str, *, secret_token: bool = False, **changes: dict[str, Any]) -> StackFile:
+def variant(
+    stack: str, *, secret_token: bool = False, secret_api_key: bool = False, **changes: dict[str, Any]
+) -> StackFile:
     """`changes` maps a top-level colo key to fields merged into it, e.g. cluster={"gpuPairing": "dra"}.
-    `pairs` takes {"all": {...}} merged into every server of every pair."""
+    `pairs` takes {"all": {...}} merged into every server of every pair. `secret_token` and
+    `secret_api_key` set colo:hfToken and colo:vllmApiKey as Pulumi secrets."""
     base = load_stack(stack)
     values = copy.deepcopy(base.values)
     for key, fields in changes.items():
@@ -25,9 +28,10 @@ def variant(stack: str, *, secret_token: bool = False, **changes: dict[str, Any]
         else:
             values[key] = {**values.get(key, {}), **fields}
     secrets = set(base.secret_keys)
-    if secret_token:
-        values["hfToken"] = {"secure": "ciphertext"}
-        secrets.add("hfToken")
+    for key, wanted in (("hfToken", secret_token), ("vllmApiKey", secret_api_key)):
+        if wanted:
+            values[key] = {"secure": "ciphertext"}
+            secrets.add(key)
     return replace(base, values=values, secret_keys=frozenset(secrets))
 
 

@@ -16,6 +16,7 @@ from colo.cli.common import load_config
 from colo.components.dcgm_exporter import IMAGE
 from colo.config.load import parse_stack_config
 from colo.plan.stack import make_plan
+from colo.render import APPLY_DIR
 from colo.stackfiles import load_stack
 from tests.components.crd_schemas import assert_valid_custom_resource
 
@@ -34,7 +35,7 @@ def _render(tmp_path: Path, stack: str, **config: Any) -> dict[tuple[str, str], 
     path.write_text(yaml.safe_dump(source))
     out = tmp_path / "out"
     assert main(["render", "--config", str(path), "--out", str(out)]) == 0
-    objects = [yaml.safe_load(p.read_text()) for p in out.glob("*.yaml")]
+    objects = [yaml.safe_load(p.read_text()) for p in (out / APPLY_DIR).glob("*.yaml")]
     return {(o["kind"], o["metadata"]["name"]): o for o in objects}
 
 

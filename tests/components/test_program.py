@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 
 import pytest
 
 from colo.mock_run import ProgramRun
+from tests.paths import REPO_ROOT
 
 COMPONENT_TOKEN = re.compile(r"^colo:[a-z_]+:[A-Z][A-Za-z]+$")
 
@@ -59,3 +62,19 @@ def test_server_namespace_enforces_restricted_pod_security(
     run = checked_in_run(stack_name, False)
     namespace = next(r for r in run.mocks.of_type("kubernetes:core/v1:Namespace") if r.name == "namespace")
     assert namespace.inputs["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+
+
+def test_the_program_started_as_a_plain_script_says_it_needs_the_pulumi_engine() -> None:
+    result = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "__main__.py")],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "this is a Pulumi program" in result.stderr
+    assert "`pulumi preview` or `pulumi up`" in result.stderr
+    assert "colo plan --stack STACK" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert "colo:pairs" not in result.stderr  # not blamed on a config the engine never handed over

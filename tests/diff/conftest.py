@@ -12,7 +12,8 @@ import yaml
 from colo.cli.common import load_config
 from colo.cli.plan_cmd import build_plan
 from colo.plan.stack import Plan
-from colo.stackfiles import REPO_ROOT, load_stack_file
+from colo.stackfiles import load_stack_file
+from tests.paths import REPO_ROOT
 
 Edit = Callable[[dict[str, Any]], None]  # changes the `config:` mapping of a stack file in place
 StackCopy = Callable[..., Path]

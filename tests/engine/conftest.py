@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from colo.inline_engine import Outcome, Step
-from colo.stackfiles import REPO_ROOT
+from tests.paths import REPO_ROOT
 
 BUILD_SCRIPT = REPO_ROOT / "scripts" / "build-pulumi-engine.sh"
 BINARIES = ("pulumi", "pulumi-resource-kubernetes")

@@ -19,9 +19,9 @@ import yaml
 from colo.cli import main
 from colo.diff.objects import Manifest
 from colo.inline_engine import Outcome, Step
-from colo.stackfiles import REPO_ROOT
 from tests.engine.conftest import Engine, project_copy
 from tests.engine.objects import fields_added, fields_that_differ, objects_in
+from tests.paths import REPO_ROOT
 
 pytestmark = [pytest.mark.engine, pytest.mark.xdist_group("engine")]
 

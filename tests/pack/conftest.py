@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from colo.pack.requirements import PackFile, PackRequest, load_pack_file, request_from_file
-from colo.stackfiles import REPO_ROOT
+from tests.paths import REPO_ROOT
 
 FIELD_REPORT = REPO_ROOT / "packs" / "field-report.yaml"
 VLLM = {"version": "0.20.2"}

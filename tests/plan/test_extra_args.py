@@ -193,7 +193,7 @@ def test_a_refusal_names_the_stack_key_to_use_instead() -> None:
 
 def test_a_secret_names_the_secret_key_to_use() -> None:
     assert "colo:hfToken" in (refusal("--hf_token=hf_abc", "0.19.1") or "")
-    assert "colo:apiKey" in (refusal("--api-key=sk", "0.19.1") or "")
+    assert "colo:vllmApiKey" in (refusal("--api-key=sk", "0.19.1") or "")
     # `--h` may be --host, --hf-overrides or --hf-token: the secret is what the user hears about
     assert "secret" in (refusal("--h", "0.19.1") or "")
 

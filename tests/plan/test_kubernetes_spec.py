@@ -7,7 +7,8 @@ import ast
 from colo.cli.common import load_config
 from colo.plan.kubernetes_spec import ModelVolumeSpec, kubernetes_spec
 from colo.plan.stack import make_plan
-from colo.stackfiles import REPO_ROOT, load_stack
+from colo.stackfiles import load_stack
+from tests.paths import REPO_ROOT
 
 
 def test_the_spec_carries_the_cluster_volume_and_pairing_the_stack_configures() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from colo.stackfiles import REPO_ROOT
+from tests.paths import REPO_ROOT
 
 LOCK = REPO_ROOT / "uv.lock"
 

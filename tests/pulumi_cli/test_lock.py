@@ -11,7 +11,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from colo.stackfiles import REPO_ROOT
+from tests.paths import REPO_ROOT
 from tests.pulumi_cli.lockfile import LOCK, locked_packages, uv_binary
 
 PYPROJECT = REPO_ROOT / "pyproject.toml"

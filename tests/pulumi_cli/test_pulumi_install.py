@@ -25,7 +25,8 @@ from typing import Any
 import pytest
 from packaging.utils import canonicalize_name
 
-from colo.stackfiles import REPO_ROOT, list_stacks, load_stack
+from colo.stackfiles import list_stacks, load_stack
+from tests.paths import REPO_ROOT
 from tests.pulumi_cli.lockfile import locked_packages, uv_binary
 
 pytestmark = pytest.mark.install
