@@ -332,6 +332,14 @@ def first_release_where(holds: Callable[[VllmRules], bool]) -> str:
     return next(entry.first for entry in releases() if holds(entry))
 
 
+def kv_cache_memory_bytes_missing(rules: VllmRules, version: str) -> str | None:
+    """Why `--kv-cache-memory-bytes` cannot be used with this release, or None when it exists."""
+    if rules.has_kv_cache_memory_bytes:
+        return None
+    added = first_release_where(lambda r: r.has_kv_cache_memory_bytes)
+    return f"vLLM {version} has no --kv-cache-memory-bytes (added in {added})"
+
+
 def constants() -> MeasuredConstants:
     """Version-independent figures with their sources (non-torch growth, graph cost, sampler factors)."""
     return _catalog().constants

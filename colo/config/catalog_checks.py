@@ -12,7 +12,7 @@ from pathlib import Path
 
 from colo.catalog import GpuLookupError, instance_type, resolve_gpu
 from colo.catalog.models import architecture_from_path, catalog_ids
-from colo.catalog.vllm_rules import first_release_where, rules_for
+from colo.catalog.vllm_rules import kv_cache_memory_bytes_missing, rules_for
 from colo.config.schema import ServerSpec, StackConfig
 from colo.echo import shown
 from colo.errors import Problem
@@ -48,14 +48,9 @@ def _server_problems(
     except ValueError as exc:
         problems.append(Problem(f"{path}.vllm.version", str(exc)))
     else:
-        if server.kv_cache_memory_bytes is not None and not rules.has_kv_cache_memory_bytes:
-            added = first_release_where(lambda r: r.has_kv_cache_memory_bytes)
-            problems.append(
-                Problem(
-                    f"{path}.kvCacheMemoryBytes",
-                    f"vLLM {server.vllm.version} has no --kv-cache-memory-bytes (added in {added})",
-                )
-            )
+        missing = kv_cache_memory_bytes_missing(rules, server.vllm.version)
+        if server.kv_cache_memory_bytes is not None and missing:
+            problems.append(Problem(f"{path}.kvCacheMemoryBytes", missing))
     if server.profile is not None and not server.profile.startswith("s3://"):
         problem = _local_profile_problem(server.profile, server.model, root)
         if problem:

@@ -8,7 +8,7 @@ its path instead of a silently ignored setting.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -143,6 +143,20 @@ def _error(loc: tuple[str | int, ...], message: str, value: object = None) -> In
     return InitErrorDetails(type=PydanticCustomError("colo_config", message), loc=loc, input=value)
 
 
+def _raise_if(problem: str | None, prefix: str = "") -> None:
+    """Field validators report what colo.config.formats found wrong, if anything."""
+    if problem:
+        raise ValueError(f"{prefix}{problem}")
+
+
+def _check_labels(labels: Mapping[str, str]) -> None:
+    """Every key and value a Kubernetes label may carry (node selectors, pod and monitor labels)."""
+    for key, label in labels.items():
+        problem = formats.label_key(key) or formats.label_value(label)
+        if problem:
+            raise ValueError(f"{problem} (key '{shown(key)}')")
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(
         alias_generator=to_camel,
@@ -271,17 +285,13 @@ class ServerSpec(_Model):
     @field_validator("cpu")
     @classmethod
     def _cpu_quantity(cls, value: str | None) -> str | None:
-        problem = formats.cpu_quantity(value) if value is not None else None
-        if problem:
-            raise ValueError(problem)
+        _raise_if(formats.cpu_quantity(value) if value is not None else None)
         return value
 
     @field_validator("memory")
     @classmethod
     def _memory_quantity(cls, value: str | None) -> str | None:
-        problem = formats.byte_quantity(value, "memory") if value is not None else None
-        if problem:
-            raise ValueError(problem)
+        _raise_if(formats.byte_quantity(value, "memory") if value is not None else None)
         return value
 
     @field_validator("cudagraph_capture_sizes")
@@ -407,9 +417,7 @@ class Cluster(_Model):
     @field_validator("namespace")
     @classmethod
     def _namespace(cls, value: str) -> str:
-        problem = formats.dns_label(value)
-        if problem:
-            raise ValueError(f"not a valid namespace name: {problem}")
+        _raise_if(formats.dns_label(value), "not a valid namespace name: ")
         if value in SYSTEM_NAMESPACES:
             raise ValueError(
                 f"{value} is a namespace the cluster itself uses; colo declares its namespace (with Pod Security "
@@ -466,10 +474,7 @@ class NodePool(_Model):
     @field_validator("node_selector")
     @classmethod
     def _labels(cls, value: dict[str, str]) -> dict[str, str]:
-        for key, label in value.items():
-            problem = formats.label_key(key) or formats.label_value(label)
-            if problem:
-                raise ValueError(f"{problem} (key '{shown(key)}')")
+        _check_labels(value)
         return value
 
     @field_validator("subnet_ids")
@@ -518,9 +523,7 @@ class Storage(_Model):
     @field_validator("size")
     @classmethod
     def _quantity(cls, value: str) -> str:
-        problem = formats.byte_quantity(value, "storage")
-        if problem:
-            raise ValueError(problem)
+        _raise_if(formats.byte_quantity(value, "storage"))
         return value
 
 
@@ -534,10 +537,7 @@ class IngressSource(_Model):
     @field_validator("pod_labels")
     @classmethod
     def _labels(cls, value: dict[str, str] | None) -> dict[str, str] | None:
-        for key, label in (value or {}).items():
-            problem = formats.label_key(key) or formats.label_value(label)
-            if problem:
-                raise ValueError(f"{problem} (key '{shown(key)}')")
+        _check_labels(value or {})
         return value
 
     @field_validator("namespace")
@@ -613,18 +613,13 @@ class Observability(_Model):
     @field_validator("dashboard_namespace")
     @classmethod
     def _namespace(cls, value: str | None) -> str | None:
-        problem = formats.dns_label(value) if value is not None else None
-        if problem:
-            raise ValueError(f"not a valid namespace name: {problem}")
+        _raise_if(formats.dns_label(value) if value is not None else None, "not a valid namespace name: ")
         return value
 
     @field_validator("monitor_labels")
     @classmethod
     def _labels(cls, value: dict[str, str]) -> dict[str, str]:
-        for key, label in value.items():
-            problem = formats.label_key(key) or formats.label_value(label)
-            if problem:
-                raise ValueError(f"{problem} (key '{shown(key)}')")
+        _check_labels(value)
         return value
 
 

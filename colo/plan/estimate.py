@@ -15,7 +15,7 @@ from colo.catalog import GIB, GpuLookupError, GpuSpec, resolve_gpu
 from colo.catalog.architecture import ModelArchitecture
 from colo.catalog.models import architecture_from_path, catalog_architecture
 from colo.catalog.quant_methods import QuantizationRefused, resolve_architecture
-from colo.catalog.vllm_rules import VllmRules, first_release_where, rules_for
+from colo.catalog.vllm_rules import VllmRules, kv_cache_memory_bytes_missing, rules_for
 from colo.config.estimate import EstimateArguments
 from colo.plan.budget import ProcessBudget, ProcessSpec, size_process
 from colo.plan.engine_limits import resolve_limits
@@ -67,12 +67,9 @@ def _rules(args: EstimateArguments) -> VllmRules:
         rules = rules_for(args.vllm_version)
     except ValueError as exc:
         raise EstimateRefused("vllm_version", str(exc)) from None
-    if args.kv_cache_memory_bytes is not None and not rules.has_kv_cache_memory_bytes:
-        added = first_release_where(lambda r: r.has_kv_cache_memory_bytes)
-        raise EstimateRefused(
-            "kv_cache_memory_bytes",
-            f"vLLM {args.vllm_version} has no --kv-cache-memory-bytes (added in {added})",
-        )
+    missing = kv_cache_memory_bytes_missing(rules, args.vllm_version)
+    if args.kv_cache_memory_bytes is not None and missing:
+        raise EstimateRefused("kv_cache_memory_bytes", missing)
     return rules
 
 

@@ -16,7 +16,7 @@ from colo.catalog import GpuSpec
 from colo.catalog.architecture import ArchitectureError, ModelArchitecture
 from colo.catalog.models import architecture_from_path, catalog_architecture
 from colo.catalog.quant_methods import QuantizationRefused, resolve_architecture
-from colo.catalog.vllm_rules import VllmRules, first_release_where, rules_for
+from colo.catalog.vllm_rules import VllmRules, kv_cache_memory_bytes_missing, rules_for
 from colo.config.schema import Budget, Pair, ServerSpec, StackConfig, Storage
 from colo.errors import Problem
 from colo.plan.budget import ProcessSpec
@@ -133,14 +133,9 @@ def check_server(
     except ValueError as exc:
         return None, [Problem(f"{path}.vllm.version", str(exc))]
     problems: list[Problem] = []
-    if server.kv_cache_memory_bytes is not None and not rules.has_kv_cache_memory_bytes:
-        added = first_release_where(lambda r: r.has_kv_cache_memory_bytes)
-        problems.append(
-            Problem(
-                f"{path}.kvCacheMemoryBytes",
-                f"vLLM {server.vllm.version} has no --kv-cache-memory-bytes (added in {added})",
-            )
-        )
+    missing = kv_cache_memory_bytes_missing(rules, server.vllm.version)
+    if server.kv_cache_memory_bytes is not None and missing:
+        problems.append(Problem(f"{path}.kvCacheMemoryBytes", missing))
     try:
         arch = server_architecture(server, path, s3_profile, profile_root)
     except ArchitectureError as exc:
