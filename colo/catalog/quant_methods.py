@@ -17,11 +17,11 @@ from importlib import resources
 from typing import Any, Literal
 
 import yaml
-from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from colo.catalog.architecture import ModelArchitecture
 from colo.catalog.quantization import UNQUANTIZED, QuantGroup, QuantizationScheme, WeightFormat
+from colo.catalog.vllm_rules import at_least, newest_range_from, release_key
 
 METHODS_FILE = "quant_methods.yaml"
 MARLIN_GROUP_SIZES = (-1, 0, 32, 64, 128)  # MARLIN_SUPPORTED_GROUP_SIZES (0: channelwise, read as -1)
@@ -98,16 +98,7 @@ class QuantRelease:
     torch: str
 
     def torch_at_least(self, wanted: str) -> bool:
-        return Version(self.torch) >= Version(wanted)
-
-
-def release_key(version: str) -> tuple[int, ...]:
-    """A release's number for range lookups; dev and rc builds count as the release they lead to."""
-    try:
-        parsed = Version(version)
-    except InvalidVersion:
-        raise ValueError(f"'{version}' is not a vLLM release number; write it like 0.11.0") from None
-    return tuple(parsed.release) + (0,) * (4 - len(parsed.release))
+        return at_least(self.torch, wanted)
 
 
 def _fold(previous: dict[str, Any] | None, change: _Range) -> dict[str, Any]:
@@ -181,12 +172,7 @@ def quant_release(version: str | None) -> QuantRelease:
     ranges = _releases()
     if version is None:
         return ranges[-1]
-    wanted = release_key(version)
-    chosen = ranges[0]
-    for entry in ranges:
-        if release_key(entry.first) <= wanted:
-            chosen = entry
-    return chosen
+    return ranges[newest_range_from(version, [entry.first for entry in ranges])]
 
 
 def quantization_names(version: str | None) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ key no field declares, naming the key and the range.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from importlib import resources
 from itertools import pairwise
@@ -243,6 +243,41 @@ def _version(text: str) -> Version:
     if version is None or version.is_prerelease or version.is_devrelease or version.local:
         raise ValueError(f"'{text}' is not a vLLM release number; write it like 0.11.0")
     return version
+
+
+def release_key(version: str) -> tuple[int, ...]:
+    """A release's number for ordering and range lookups; dev and rc builds count as the release they lead to.
+    Every table keyed by release (these rules, quant_methods.yaml, the argument parser's spellings) orders its
+    ranges with it, so versions are compared in this module alone."""
+    try:
+        parsed = Version(version)
+    except InvalidVersion:
+        raise ValueError(f"'{version}' is not a vLLM release number; write it like 0.11.0") from None
+    return tuple(parsed.release) + (0,) * (4 - len(parsed.release))
+
+
+def newest_range_from(version: str, firsts: Sequence[str]) -> int:
+    """Index of the range (given by its first release, oldest first) that `version` falls in; the oldest
+    range for a version before all of them."""
+    wanted = release_key(version)
+    chosen = 0
+    for index, first in enumerate(firsts):
+        if release_key(first) <= wanted:
+            chosen = index
+    return chosen
+
+
+def at_least(version: str, wanted: str) -> bool:
+    """Whether a version (vLLM's, or a library a release pins, such as torch) is `wanted` or newer."""
+    return Version(version) >= Version(wanted)
+
+
+def same_release(planned: str, observed: str) -> bool:
+    """A development build counts as the release it leads to (0.20.2rc1.dev129 -> 0.20.2)."""
+    try:
+        return Version(planned).base_version == Version(observed).base_version
+    except InvalidVersion:
+        return planned == observed
 
 
 def _problems(error: ValidationError) -> list[str]:

@@ -34,8 +34,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from packaging.version import InvalidVersion, Version
-
+from colo.catalog.vllm_rules import newest_range_from
 from colo.echo import shown
 
 # option -> why colo owns it and which stack key to use instead (completes "... reads X as <option>, ")
@@ -142,21 +141,12 @@ PARSER_RULES: tuple[ParserRules, ...] = (
 )
 
 
-def _version(text: str) -> Version:
-    try:
-        return Version(text)
-    except InvalidVersion:
-        return Version("0")  # not a release number: the schema refuses it; read with the oldest rules
-
-
 def parser_rules(version: str) -> ParserRules:
     """The rules of the newest range that starts at or before `version` (the oldest for older releases)."""
-    wanted = _version(version)
-    chosen = PARSER_RULES[0]
-    for rules in PARSER_RULES:
-        if _version(rules.first) <= wanted:
-            chosen = rules
-    return chosen
+    try:
+        return PARSER_RULES[newest_range_from(version, [rules.first for rules in PARSER_RULES])]
+    except ValueError:  # not a release number: the schema refuses it; read with the oldest rules
+        return PARSER_RULES[0]
 
 
 def _abbreviates(head: str, option: str) -> bool:

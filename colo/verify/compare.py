@@ -13,9 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from packaging.version import InvalidVersion, Version
-
 from colo.catalog import GIB
+from colo.catalog.vllm_rules import same_release
 from colo.plan.budget import ProcessBudget, geometry_for
 from colo.verify.metrics import CacheConfigInfo
 from colo.verify.startup_log import StartupLog
@@ -80,14 +79,6 @@ class ServerCheck:
 
 def _gib(value: int) -> float:
     return round(value / GIB, 2)
-
-
-def same_release(planned: str, observed: str) -> bool:
-    """A development build counts as the release it leads to (0.20.2rc1.dev129 -> 0.20.2)."""
-    try:
-        return Version(planned).base_version == Version(observed).base_version
-    except InvalidVersion:
-        return planned == observed
 
 
 def planned_figures(budget: ProcessBudget, *, summary_consumed: bool) -> dict[str, Value]:

@@ -18,10 +18,9 @@ from datetime import date
 import yaml
 
 from colo.catalog import GIB, MIB
-from colo.catalog.vllm_rules import constants
+from colo.catalog.vllm_rules import constants, same_release
 from colo.plan.calibration import FIGURES, Calibration, CalibrationEntry, Observation, resolve
 from colo.plan.pair import Server
-from colo.verify.compare import same_release
 from colo.verify.readings import ServerReading
 from colo.verify.startup_log import StartupLog
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,8 +15,10 @@ from colo.catalog.vllm_rules import (
     VllmRules,
     VllmRulesFileError,
     first_release_where,
+    newest_range_from,
     parse_rules,
     rules_for,
+    same_release,
 )
 from tests.plan.helpers import process
 
@@ -152,3 +155,24 @@ def test_pooling_models_stay_on_v1_until_every_model_runs_v2() -> None:
             )
             is v2
         )
+
+
+def test_only_the_rules_module_parses_or_compares_release_numbers() -> None:
+    """Every table keyed by release (quantization names, argument spellings, verify's release check) asks the
+    rules module to order or compare versions; no other module of colo reads version numbers itself."""
+    package = Path(__file__).resolve().parents[2] / "colo"
+    readers = {
+        path.relative_to(package).as_posix()
+        for path in package.rglob("*.py")
+        if "packaging.version" in path.read_text() or "packaging import version" in path.read_text()
+    }
+    assert readers == {"catalog/vllm_rules.py"}
+
+
+def test_a_release_falls_in_the_newest_range_that_starts_at_or_before_it() -> None:
+    firsts = ["0.8.0", "0.9.1", "0.20.1"]
+    assert newest_range_from("0.9.0.1", firsts) == 0
+    assert newest_range_from("0.9.1", firsts) == 1
+    assert newest_range_from("0.20.2rc1.dev129+g1acd67a79", firsts) == 2  # a dev build counts as its release
+    assert newest_range_from("0.7.3", firsts) == 0
+    assert same_release("0.20.2", "0.20.2rc1.dev129") and not same_release("0.20.1", "0.20.2")
