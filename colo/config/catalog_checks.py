@@ -21,9 +21,8 @@ from colo.errors import Problem
 def _servers(config: StackConfig) -> list[tuple[str, ServerSpec]]:
     found = []
     for index, pair in enumerate(config.pairs):
-        for role, server in (("llm", pair.llm), ("embedding", pair.embedding), ("reranker", pair.reranker)):
-            if server is not None:
-                found.append((f"colo:pairs[{index}].{role}", server))
+        for role, server in pair.servers_in_start_order():
+            found.append((f"colo:pairs[{index}].{role}", server))
     return found
 
 

@@ -27,6 +27,7 @@ from colo.plan.resources import (
 )
 from colo.plan.stack import Plan, make_plan
 from colo.profiles import s3_profile_reader
+from colo.roles import Role
 
 MIB = 2**20
 
@@ -35,7 +36,7 @@ MIB = 2**20
 class ServerFigures:
     """One server as the plan sizes it: what vLLM will log, and what its pod requests of the node."""
 
-    role: str
+    role: Role
     model: str
     has_kv_cache: bool  # False for encoder-only models: vLLM sizes no KV pool for them
     kv_tokens: int  # "GPU KV cache size: N tokens"
@@ -63,12 +64,12 @@ class PairCheck:
 
     @property
     def llm(self) -> ServerFigures:
-        return next(s for s in self.servers if s.role == "llm")
+        return next(s for s in self.servers if s.role == Role.LLM)
 
     @property
     def companions_mib(self) -> int:
         """What the servers started before the LLM hold when it starts."""
-        return sum(s.footprint_mib for s in self.servers if s.role != "llm")
+        return sum(s.footprint_mib for s in self.servers if s.role != Role.LLM)
 
     @property
     def cpu_millis(self) -> int:
@@ -95,7 +96,7 @@ def _figures(server: Server) -> ServerFigures:
     budget = server.memory_plan.budget
     capacity = budget.capacity
     return ServerFigures(
-        role=str(server.role),
+        role=server.role,
         model=server.model,
         has_kv_cache=capacity is not None,
         kv_tokens=capacity.tokens if capacity else 0,

@@ -15,6 +15,7 @@ from typing import Any
 
 from colo.pack.engine import PairCheck, ServerFigures, check_pair, reduced_capture_sizes
 from colo.pack.requirements import CompanionNeed, LlmNeed, PackRequest
+from colo.roles import Role
 
 
 @dataclass(frozen=True)
@@ -61,11 +62,11 @@ def pair_values(
     """The pair as a stack file's `colo:pairs[]` entry."""
     pair: dict[str, Any] = {
         "name": llm.name,
-        "llm": llm_server,
-        "embedding": request.embeddings[companions.embedding].server,
+        Role.LLM.value: llm_server,
+        Role.EMBEDDING.value: request.embeddings[companions.embedding].server,
     }
     if companions.reranker is not None:
-        pair["reranker"] = request.rerankers[companions.reranker].server
+        pair[Role.RERANKER.value] = request.rerankers[companions.reranker].server
     return pair
 
 
@@ -96,9 +97,9 @@ def shortfall(request: PackRequest, llm: LlmNeed, companions: Companions, check:
     if missed is not None:
         return missed
     by_role = {s.role: s for s in check.servers}
-    needs = [("embedding", request.embeddings[companions.embedding])]
+    needs = [(Role.EMBEDDING, request.embeddings[companions.embedding])]
     if companions.reranker is not None:
-        needs.append(("reranker", request.rerankers[companions.reranker]))
+        needs.append((Role.RERANKER, request.rerankers[companions.reranker]))
     for role, need in needs:
         missed = _companion_shortfall(by_role[role], need)
         if missed:

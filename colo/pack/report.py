@@ -11,6 +11,7 @@ from colo.pack.explain import PackResult, Passed
 from colo.pack.packings import Packing
 from colo.pack.requirements import LlmNeed, PackRequest
 from colo.pack.search import Layout
+from colo.roles import Role
 
 
 def _headroom(llm: LlmNeed, figures: ServerFigures) -> tuple[float, str]:
@@ -38,7 +39,7 @@ def binds(request: PackRequest, layout: Layout) -> str:
 
 
 def _graphs(figures: ServerFigures, packing: Packing) -> str:
-    if figures.role != "llm" or figures.graphs == "default":
+    if figures.role != Role.LLM or figures.graphs == "default":
         return figures.graphs
     sizes = packing.llm_server.get("cudagraphCaptureSizes")
     return f"sizes {sizes}" if figures.graphs == "sizes" and sizes else figures.graphs
@@ -50,13 +51,13 @@ def _server_rows(request: PackRequest, layout: Layout) -> list[dict[str, Any]]:
     for slot, packing in enumerate(layout.packings):
         llm = request.llms[packing.llm]
         for figures in packing.check.servers:
-            if figures.role == "llm":
+            if figures.role == Role.LLM:
                 minimum = _headroom(llm, figures)[1]
             else:
-                needs = request.embeddings if figures.role == "embedding" else request.rerankers
+                needs = request.embeddings if figures.role == Role.EMBEDDING else request.rerankers
                 index = (
                     packing.companions.embedding
-                    if figures.role == "embedding"
+                    if figures.role == Role.EMBEDDING
                     else packing.companions.reranker
                 )
                 minimum = (

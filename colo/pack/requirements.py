@@ -30,6 +30,7 @@ from colo.config.schema import (
     VllmImage,
 )
 from colo.errors import ModelsFileError, Problem
+from colo.roles import Role
 
 DEFAULT_REGION = "us-east-1"
 # Keys pack decides; a models file may not set them, and a stack's values for them are what pack replaces.
@@ -180,7 +181,7 @@ class PackFile(_PackModel):
 
     @model_validator(mode="after")
     def _pins_name_listed_models(self) -> PackFile:
-        for kind, pool in (("embedding", self.embeddings), ("reranker", self.rerankers)):
+        for kind, pool in ((Role.EMBEDDING, self.embeddings), (Role.RERANKER, self.rerankers)):
             models = [s.model for s in pool]
             twice = sorted({m for m in models if models.count(m) > 1})
             if twice:
@@ -206,7 +207,7 @@ class PackFile(_PackModel):
         return self
 
 
-_PACK_ONLY = {"name", "min_concurrency", "min_kv_tokens", "embedding", "reranker", "replicas"}
+_PACK_ONLY = {"name", "min_concurrency", "min_kv_tokens", Role.EMBEDDING, Role.RERANKER, "replicas"}
 
 
 def _server_values(entry: ServerSpec) -> dict[str, Any]:
@@ -299,7 +300,9 @@ def _check_pair_names(request: PackRequest) -> None:
     embedding = request.embeddings[0].server
     for llm in request.llms:
         try:
-            Pair.model_validate({"name": llm.name, "llm": llm.server, "embedding": embedding})
+            Pair.model_validate(
+                {"name": llm.name, Role.LLM.value: llm.server, Role.EMBEDDING.value: embedding}
+            )
         except ValidationError as exc:
             problems += [
                 Problem(f"{llm.source}.name", str(e["msg"])) for e in exc.errors() if e["loc"] == ("name",)
