@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from colo.catalog import GpuSpec
 from colo.catalog.architecture import ModelArchitecture
@@ -192,11 +193,17 @@ def resolved_for(
     arch: ModelArchitecture, gpu: GpuSpec | None, vllm_version: str | None
 ) -> ResolvedQuantization:
     """The method vLLM runs for this checkpoint and `--quantization` (raises QuantizationRefused as vLLM would)."""
+    return _resolved(arch, gpu.compute_capability if gpu else None, vllm_version)
+
+
+def _resolved(
+    arch: ModelArchitecture, capability: tuple[int, int] | None, vllm_version: str | None
+) -> ResolvedQuantization:
     return resolve_quantization(
         arch.quant_scheme,
         arch.quantization_flag,
         vllm_version=vllm_version,
-        capability=gpu.compute_capability if gpu else None,
+        capability=capability,
         model_type=arch.model_type,
     )
 
@@ -242,9 +249,42 @@ def estimate_weights(
 ) -> WeightEstimate:
     """Bytes on one of `tensor_parallel_size` ranks after loading, for `vllm_version` (None: the newest colo
     knows) on `gpu` (None: one with native FP8). Rotary caches are included; transient load-time copies are not.
-    `load_vision` False: the vision tower is not built (--language-model-only, or no image or video allowed)."""
-    resolved = resolved_for(arch, gpu, vllm_version)
-    capability = gpu.compute_capability if gpu else (9, 0)
+    `load_vision` False: the vision tower is not built (--language-model-only, or no image or video allowed).
+
+    The figure depends on the GPU only through its compute capability; the planner sizes one process many
+    times while it searches utilizations (and `colo pack` many pairs), so equal questions are answered once."""
+    capability = gpu.compute_capability if gpu else None
+    return _estimate(
+        _ArchKey(arch), pooling, load_mtp, load_vision, tensor_parallel_size, capability, vllm_version
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class _ArchKey:
+    """A ModelArchitecture as a cache key: it holds mappings, so it is hashed and compared by its full repr."""
+
+    arch: ModelArchitecture
+
+    def __hash__(self) -> int:
+        return hash(repr(self.arch))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _ArchKey) and repr(self.arch) == repr(other.arch)
+
+
+@lru_cache(maxsize=4096)
+def _estimate(
+    key: _ArchKey,
+    pooling: bool,
+    load_mtp: bool,
+    load_vision: bool,
+    tensor_parallel_size: int,
+    gpu_capability: tuple[int, int] | None,
+    vllm_version: str | None,
+) -> WeightEstimate:
+    arch = key.arch
+    resolved = _resolved(arch, gpu_capability, vllm_version)
+    capability = gpu_capability or (9, 0)
     layout = Layout(resolved.method, resolved.release, capability[0] * 10 + capability[1], arch.dtype_bytes)
     if load_vision or not arch.vision_parameters:
         return _loaded_weights(arch, resolved, layout, tensor_parallel_size, 0, pooling, load_mtp)

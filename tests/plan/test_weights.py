@@ -211,3 +211,15 @@ def test_a_vision_tower_shards_its_linears_like_the_decoder() -> None:
     one, two = estimate_weights(arch), estimate_weights(arch, tensor_parallel_size=2)
     assert one.detail["vision"] > 0
     assert two.detail["vision"] == one.detail["vision"] // 2
+
+
+def test_equal_questions_get_the_same_answer_and_a_changed_checkpoint_a_new_one() -> None:
+    """The planner asks for one process's weights many times; the answer is computed once per distinct
+    architecture, GPU capability, rank count and release — and a different checkpoint is never mistaken for it."""
+    arch = catalog_architecture("Qwen/Qwen3-8B")
+    first = estimate_weights(arch, gpu=gpu("L40S"), vllm_version="0.20.0")
+    again = estimate_weights(replace(arch), gpu=gpu("L40S"), vllm_version="0.20.0")
+    assert again is first
+    other_bytes = replace(arch, checkpoint_bytes=(arch.checkpoint_bytes or 0) + 2**30)
+    assert estimate_weights(other_bytes, gpu=gpu("L40S"), vllm_version="0.20.0").bytes != first.bytes
+    assert estimate_weights(arch, gpu=gpu("L40S"), vllm_version="0.20.0", tensor_parallel_size=2).bytes < first.bytes
