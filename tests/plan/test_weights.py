@@ -222,4 +222,7 @@ def test_equal_questions_get_the_same_answer_and_a_changed_checkpoint_a_new_one(
     assert again is first
     other_bytes = replace(arch, checkpoint_bytes=(arch.checkpoint_bytes or 0) + 2**30)
     assert estimate_weights(other_bytes, gpu=gpu("L40S"), vllm_version="0.20.0").bytes != first.bytes
-    assert estimate_weights(arch, gpu=gpu("L40S"), vllm_version="0.20.0", tensor_parallel_size=2).bytes < first.bytes
+    assert (
+        estimate_weights(arch, gpu=gpu("L40S"), vllm_version="0.20.0", tensor_parallel_size=2).bytes
+        < first.bytes
+    )
