@@ -214,6 +214,8 @@ def arguments(entry: Mapping[str, Any]) -> EstimateArguments:
         "tensor_parallel_size": int(entry.get("tensor_parallel_size") or 1),
         # Only where the log's source says how vLLM was installed: a pip install without FlashInfer.
         "without_flashinfer": entry.get("flashinfer_installed") is False,
+        # Only where the log or its source says the ranks lack peer-to-peer access.
+        "no_peer_to_peer": entry.get("peer_to_peer") is False,
         **_gpu(entry),
         **_speculative(entry),
     }

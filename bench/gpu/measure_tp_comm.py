@@ -70,8 +70,12 @@ VARIANTS: dict[str, dict[str, str]] = {
     "cumem_off": {"NCCL_CUMEM_ENABLE": "0"},  # vLLM <= 0.10.1.1 (vllm/env_override.py, vllm/__init__.py)
     "nvls_off": {"NCCL_NVLS_ENABLE": "0"},
     "cumem_off_nvls_off": {"NCCL_CUMEM_ENABLE": "0", "NCCL_NVLS_ENABLE": "0"},
+    # GPUs without peer-to-peer access (PCIe cards in separate pods or behind a switch that blocks it): NCCL
+    # stages through host memory, and vLLM turns its custom all-reduce off ("lacks GPU P2P capability").
+    "p2p_off": {"NCCL_P2P_DISABLE": "1"},
+    "p2p_off_cumem_off": {"NCCL_P2P_DISABLE": "1", "NCCL_CUMEM_ENABLE": "0"},
 }
-NCCL_VARIABLES = ("NCCL_CUMEM_ENABLE", "NCCL_NVLS_ENABLE")
+NCCL_VARIABLES = ("NCCL_CUMEM_ENABLE", "NCCL_NVLS_ENABLE", "NCCL_P2P_DISABLE")
 
 
 # ---------------------------------------------------------------------------------------------- worker side

@@ -214,6 +214,14 @@ class TpCommunicationMib(_Strict):
     symm_mem_overhead: int  # beyond the symmetric-memory buffer's own size
 
 
+class TpCommunicationByTopology(_Strict):
+    """The same figures for GPUs that reach each other directly and for GPUs whose NCCL traffic goes through
+    host memory (no peer-to-peer access)."""
+
+    peer_to_peer: TpCommunicationMib
+    host_staged: TpCommunicationMib
+
+
 class MeasuredConstants(_Strict):
     """Version-independent figures no source file states; vllm_rules.yaml says where each was measured."""
 
@@ -222,7 +230,7 @@ class MeasuredConstants(_Strict):
     cudagraph_kib_per_graph_layer: int
     cudagraph_kib_per_graph_layer_hybrid: int
     sampler_bytes_per_logit: SamplerBytesPerLogit
-    tp_communication_mib: TpCommunicationMib
+    tp_communication_mib: TpCommunicationByTopology
     post_profile_mib: int
     # Public log ids (bench/data/vllm_startup_logs.yaml) whose figures informed a constant above: the
     # accuracy benchmark reports them apart, never as evidence for the constant they informed.

@@ -71,6 +71,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="vLLM installed without FlashInfer (a plain pip install of a release that does not require it); "
         "its dummy sampler run then takes PyTorch's path. Default: FlashInfer present, as in vLLM's images",
     )
+    parser.add_argument(
+        "--no-peer-to-peer",
+        action="store_true",
+        help="tensor-parallel ranks without peer-to-peer access (vLLM logs 'Custom allreduce is disabled "
+        "because your platform lacks GPU P2P capability'): NCCL stages through host memory",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON (the default output is JSON too)")
 
 

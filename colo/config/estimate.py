@@ -61,6 +61,7 @@ class EstimateArguments(BaseModel):
     limit_mm_per_prompt: MmLimits | None = None
     skip_mm_profiling: bool = False
     without_flashinfer: bool = False
+    no_peer_to_peer: bool = False
 
     @model_validator(mode="after")
     def _gpu_and_speculation_complete(self) -> EstimateArguments:

@@ -67,6 +67,8 @@ class ProcessSpec:
     tensor_parallel_size: int = 1
     # official images ship FlashInfer; a plain pip install before 0.14 does not
     flashinfer_installed: bool = True
+    # TP ranks reach each other directly (NVLink, PCIe P2P); False: NCCL stages through host memory
+    peer_to_peer: bool = True
     # Multimodal checkpoints: --language-model-only, --limit-mm-per-prompt, --skip-mm-profiling
     language_model_only: bool = False
     mm_limits: tuple[tuple[str, int], ...] = ()  # unlisted modalities allow 999 items
@@ -270,9 +272,10 @@ def _activation(spec: ProcessSpec, consts: MeasuredConstants) -> ActivationPeak:
 
 
 def _communication(spec: ProcessSpec, consts: MeasuredConstants) -> TpCommunication:
+    sizes = consts.tp_communication_mib
     return tp_communication(
         spec.rules,
-        consts.tp_communication_mib,
+        sizes.peer_to_peer if spec.peer_to_peer else sizes.host_staged,
         spec.gpu,
         tensor_parallel_size=spec.tensor_parallel_size,
         moe=spec.arch.moe is not None,

@@ -133,6 +133,7 @@ def estimate(args: EstimateArguments, *, kv_pool_bytes: int | None = None) -> Es
         mm_limits=tuple(sorted((args.limit_mm_per_prompt or {}).items())),
         skip_mm_profiling=args.skip_mm_profiling,
         flashinfer_installed=not args.without_flashinfer,
+        peer_to_peer=not args.no_peer_to_peer,
     )
     _refuse_what_vllm_refuses(args, spec)
     free = None if args.free_memory_gib is None else round(args.free_memory_gib * GIB)

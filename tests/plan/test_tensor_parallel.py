@@ -13,7 +13,7 @@ from colo.plan.kv_cache import KvGeometry, kv_geometry, kv_heads_per_rank
 from colo.plan.tp_comm import tp_communication
 from tests.plan.helpers import sized
 
-COMM = constants().tp_communication_mib
+COMM = constants().tp_communication_mib.peer_to_peer
 
 
 def _per_token(geometry: KvGeometry) -> int:
@@ -177,3 +177,50 @@ def test_a_tp2_h100_public_log_is_matched_by_rules_not_by_a_fitted_constant() ->
     )
     assert budget.activation_bytes / 2**30 == pytest.approx(5.64, abs=0.1)
     assert budget.kv_bytes / 2**30 == pytest.approx(34.49, rel=0.02)
+
+
+def test_ranks_without_peer_to_peer_skip_custom_all_reduce_and_stage_nccl_through_host_memory() -> None:
+    """vLLM turns custom all-reduce off before allocating its buffers when the ranks lack P2P, and NCCL stages
+    through host memory: the measured GPU share of its communicators is far smaller (NCCL_P2P_DISABLE=1 run)."""
+    staged = constants().tp_communication_mib.host_staged
+    args = {
+        "tensor_parallel_size": 2,
+        "moe": False,
+        "pooling": False,
+        "eager": True,
+        "hidden": 4096,
+        "max_num_batched_tokens": 8192,
+        "element": 2,
+    }
+    direct = tp_communication(rules_for("0.10.1.1"), COMM, gpu("A100-80GB"), **args)
+    hosted = tp_communication(rules_for("0.10.1.1"), staged, gpu("A100-80GB"), **args)
+    assert hosted.in_budget < direct.in_budget / 3
+    assert hosted.in_budget // MIB == (
+        staged.first_nccl_communicator_cumem_off
+        + staged.next_nccl_communicator_cumem_off
+        + staged.torch_nccl_group_cumem_off
+    )
+    assert hosted.unbudgeted == 0  # no custom all-reduce rank_data either
+
+
+def test_no_peer_to_peer_gives_a_tp_process_the_kv_pool_its_log_shows() -> None:
+    """A public TP2 run in one-GPU pods (vLLM 0.10.1.1, A100 80GB, util 0.5) printed 31.83 GiB of KV and the
+    P2P warning; charged NVLink-sized communicators, colo would leave it ~2 GiB short."""
+    hosted = sized(
+        "Qwen/Qwen2-7B-Instruct",
+        "A100-80GB",
+        "0.10.1.1",
+        max_model_len=16384,
+        gpu_memory_utilization=0.5,
+        tensor_parallel_size=2,
+        peer_to_peer=False,
+    )
+    direct = sized(
+        "Qwen/Qwen2-7B-Instruct",
+        "A100-80GB",
+        "0.10.1.1",
+        max_model_len=16384,
+        gpu_memory_utilization=0.5,
+        tensor_parallel_size=2,
+    )
+    assert hosted.kv_bytes - direct.kv_bytes > 1.4 * 1024 * MIB
