@@ -47,6 +47,23 @@ def read_bounded(path: Path, limit: int) -> bytes:
     return data
 
 
+def read_head(path: Path, limit: int) -> bytes:
+    """At most the first `limit` bytes of a regular file (a server log whose start is what matters, however long
+    the server has run); FileRefused for anything that is not a regular file."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise FileRefused(f"cannot read it: {exc.strerror}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise FileRefused("is not a regular file")
+    try:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise FileRefused(f"cannot read it: {exc.strerror}") from None
+    with os.fdopen(descriptor, "rb") as handle:
+        return handle.read(limit)
+
+
 def decode_utf8(data: bytes) -> str:
     """Text from UTF-8 bytes (a leading byte-order mark is dropped); FileRefused names the first bad byte."""
     try:

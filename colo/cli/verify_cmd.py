@@ -17,6 +17,7 @@ from pathlib import Path
 
 from colo.cli.common import add_stack_arguments, load_config, read_stack_file
 from colo.config import StackConfig
+from colo.plan.calibration import CalibrationError
 from colo.plan.kubernetes_spec import kubernetes_spec
 from colo.plan.pair import PairPlan, Server
 from colo.plan.stack import Plan, make_plan
@@ -134,7 +135,13 @@ def run(args: argparse.Namespace) -> int:
         print(render_text(stack_file.stack, checks, markdown=args.format == "markdown"))
     if args.record:
         observed = [item for _, item in checked if item is not None]
-        done, skipped = record(args.record, plan.gpu.name, observed, driver=args.driver, today=date.today())
+        try:
+            done, skipped = record(
+                args.record, plan.gpu.name, observed, driver=args.driver, today=date.today()
+            )
+        except CalibrationError as exc:
+            print(f"colo verify: nothing recorded: {exc}", file=sys.stderr)
+            return Verdict.UNREADABLE
         for line in done:
             print(f"recorded in {args.record}: {line}", file=sys.stderr)
         for line in skipped:

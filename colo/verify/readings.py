@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from colo.files import MIB, FileRefused, read_head
+
 
 @dataclass(frozen=True)
 class NodeFacts:
@@ -33,8 +35,13 @@ class ServerReading:
         return f"{self.pair}-{self.role}"
 
 
+# vLLM prints its start-up figures within its first few thousand lines; a log of a server that has run for
+# weeks is read no further than this.
+LOG_HEAD_BYTES = 64 * MIB
+
+
 def _text(path: Path) -> str:
-    return path.read_text(errors="replace")
+    return read_head(path, LOG_HEAD_BYTES).decode("utf-8", errors="replace")
 
 
 def read_log_dir(directory: Path, servers: list[tuple[str, str]]) -> list[ServerReading]:
@@ -57,6 +64,7 @@ def read_log_dir(directory: Path, servers: list[tuple[str, str]]) -> list[Server
 
 
 def read_log_file(path: Path, pair: str, role: str) -> ServerReading:
-    if not path.is_file():
-        return ServerReading(pair, role, str(path), unread=f"cannot read {path}: no such file")
-    return ServerReading(pair, role, str(path), _text(path))
+    try:
+        return ServerReading(pair, role, str(path), _text(path))
+    except FileRefused as exc:
+        return ServerReading(pair, role, str(path), unread=f"cannot read {path}: {exc}")

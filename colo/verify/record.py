@@ -19,7 +19,14 @@ import yaml
 
 from colo.catalog import GIB, MIB
 from colo.catalog.vllm_rules import constants, same_release
-from colo.plan.calibration import FIGURES, Calibration, CalibrationEntry, Observation, resolve
+from colo.plan.calibration import (
+    FIGURES,
+    Calibration,
+    CalibrationEntry,
+    Observation,
+    load_calibration,
+    resolve,
+)
 from colo.plan.pair import Server
 from colo.verify.readings import ServerReading
 from colo.verify.startup_log import StartupLog
@@ -121,9 +128,7 @@ def record(
 ) -> tuple[list[str], list[str]]:
     """Add the observations to the file at `path` (created if missing); returns what was and was not recorded."""
     file = resolve(path)
-    current = (
-        Calibration.model_validate(yaml.safe_load(file.read_text()) or {}) if file.exists() else Calibration()
-    )
+    current = load_calibration(path) if file.exists() else Calibration()
     groups: dict[str, list[Observation]] = {}
     recorded, skipped = [], []
     for item in items:

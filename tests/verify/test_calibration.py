@@ -157,3 +157,14 @@ def test_recording_twice_keeps_every_observation_and_the_largest_figures(
     (entry,) = yaml.safe_load(recorded.read_text())["calibrations"]
     assert len(entry["observed"]) == 2
     assert entry["context_mib"] == 604  # (39.39 - 38.80) GiB: the larger of the two
+
+
+def test_recording_into_a_file_that_is_no_calibration_exits_2_and_leaves_it_alone(
+    stack: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "notes.yaml"
+    target.write_text("- a list\n- not a calibration\n")
+    code = main(["verify", "--config", str(stack), "--logs", str(_logs(tmp_path)), "--record", str(target)])
+    assert code == 2
+    assert "nothing recorded" in capsys.readouterr().err
+    assert target.read_text() == "- a list\n- not a calibration\n"

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from colo.cli import main
+from colo.verify import readings
 from tests.verify.conftest import REAL_LOG, excerpt
 
 
@@ -146,3 +148,23 @@ def test_no_kubeconfig_exits_2_and_says_how_to_go_on(
     assert code == 2 and out == ""
     assert err.startswith("colo verify: nothing could be read: no usable kubeconfig")
     assert "--logs DIR" in err
+
+
+def test_a_log_that_is_no_regular_file_exits_2_without_waiting_on_it(
+    stack: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fifo = tmp_path / "chat-llm.log"
+    os.mkfifo(fifo)  # reading a named pipe would wait for a writer forever
+    code, out, _ = _verify(capsys, "--config", str(stack), "--log", str(fifo), "--server", "chat/llm")
+    assert code == 2
+    assert "not a regular file" in out
+
+
+def test_only_the_head_of_a_long_running_servers_log_is_read(
+    stack: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(readings, "LOG_HEAD_BYTES", 64 * 1024)
+    log = tmp_path / "chat-llm.log"
+    log.write_text(excerpt(REAL_LOG) + "INFO request served\n" * 20_000)  # ~400 KiB of serving after startup
+    code, out, _ = _verify(capsys, "--config", str(stack), "--log", str(log), "--server", "chat/llm")
+    assert code == 0, out
