@@ -187,9 +187,9 @@ def _explain(server: ServerPlan, free_before: int, margin: int) -> list[Problem]
             Problem(
                 f"{path}.gpuMemoryUtilization",
                 f"{b.startup.message} [vLLM's startup check: this server starts after the ones before it hold "
-                f"{(b.spec.gpu.cuda_total_bytes - free_before) / gib:.2f} GiB; fix: set its utilization to at most "
-                f"{limit:.3f} (what fits beside its CUDA context, graphs outside vLLM's budget and the safety "
-                f"margin) or drop the override so colo derives it]",
+                f"{(b.spec.gpu.cuda_total_bytes - free_before) / gib:.2f} GiB; fix: {_utilization_advice(limit)} "
+                f"(what fits beside its CUDA context, graphs outside vLLM's budget and the safety margin) or drop "
+                f"the override so colo derives it]",
             )
         )
     if not b.weights_fit:
@@ -232,7 +232,7 @@ def _explain(server: ServerPlan, free_before: int, margin: int) -> list[Problem]
                 f"out of memory after startup: this server needs {b.footprint_bytes / gib:.2f} GiB resident "
                 f"(CUDA context {b.context_bytes / gib:.2f}, graphs outside vLLM's budget "
                 f"{0 if b.graph_estimate_in_budget else b.graphs.bytes / gib:.2f}) but only "
-                f"{free_before / gib:.2f} GiB is free; fixes: set its utilization to at most {limit:.3f}, shrink "
+                f"{free_before / gib:.2f} GiB is free; fixes: {_utilization_advice(limit)}, shrink "
                 f"cudagraphCaptureSizes, or set enforceEager",
             )
         )
@@ -241,10 +241,20 @@ def _explain(server: ServerPlan, free_before: int, margin: int) -> list[Problem]
             Problem(
                 path,
                 f"leaves {(free_before - b.footprint_bytes) / 2**20:.0f} MiB free, less than the safety margin of "
-                f"{margin / 2**20:.0f} MiB (colo:budget.safetyMarginMiB); set its utilization to at most {limit:.3f}",
+                f"{margin / 2**20:.0f} MiB (colo:budget.safetyMarginMiB); {_utilization_advice(limit)}",
             )
         )
     return problems
+
+
+def _utilization_advice(limit: float) -> str:
+    """A utilization that fits, or, when none does, that the servers before this one already fill the GPU."""
+    if limit > 0:
+        return f"set its utilization to at most {limit:.3f}"
+    return (
+        "no utilization fits: the servers started before it already hold the GPU, so lower theirs, or give "
+        "this server a GPU of its own"
+    )
 
 
 def _weights_problem(server: ServerPlan) -> Problem:

@@ -157,3 +157,12 @@ def test_derived_utilizations_leave_the_stated_margin_on_every_gpu() -> None:
         # at the operating point the report reached by trial and error.
         assert pair.gpu_plan.free_bytes < pair.gpu_plan.safety_margin_bytes + 64 * 2**20
         assert pair.gpu_plan.used_bytes / 2**20 == pytest.approx(MEASURED_USED_MIB[pair.name], rel=0.01)
+
+
+def test_when_the_embedder_already_holds_the_gpu_no_negative_utilization_is_suggested() -> None:
+    """An embedder at 0.97 leaves the LLM nothing; the fix names the servers before it, never a value below 0."""
+    plan = make_plan(parse_stack_config(field_report_raw(embedding_util=0.97, llm_util=0.5)))
+    messages = [p.message for p in plan.problems if p.path.startswith("colo:pairs[0].llm")]
+    assert messages
+    assert not any(re.search(r"at most -", m) for m in messages)
+    assert any("the servers started before it already hold the GPU" in m for m in messages)
