@@ -8,7 +8,9 @@ against Pulumi.yaml and the state backend are still the real ones:
     python -m colo.inline_engine up --stack local --render-dir out/
 
 behave as `pulumi preview` / `pulumi up --yes` run in the project directory. The CLI and the providers
-are taken from PATH; the backend and the secrets passphrase from the usual PULUMI_* variables.
+are taken from PATH; the backend and the secrets passphrase from the usual PULUMI_* variables. As with
+`pulumi stack init`, a stack new to the backend gets its encryption salt written into its stack file;
+`--render-dir` is set for the one run and taken out again, so the stack file keeps the user's settings.
 """
 
 from __future__ import annotations
@@ -100,9 +102,20 @@ def select_stack(stack: str, project_dir: Path | None = None) -> auto.Stack:
     return auto.create_or_select_stack(stack, project_name=PROJECT, program=colo_program, opts=options)
 
 
-def render_to(stack: auto.Stack, directory: Path) -> None:
-    """Point the Kubernetes provider at a directory: it writes manifests there instead of applying them."""
+def render_to(stack: auto.Stack, directory: Path) -> str | None:
+    """Point the Kubernetes provider at a directory: it writes manifests there instead of applying them.
+    Returns the setting the stack had before, for `restore_render` (the stack file is the user's)."""
+    previous = stack.get_all_config().get(RENDER_KEY)
     stack.set_config(RENDER_KEY, auto.ConfigValue(str(directory.resolve())))
+    return previous.value if previous is not None else None
+
+
+def restore_render(stack: auto.Stack, previous: str | None) -> None:
+    """Put the stack's render setting back as it was, so a later `pulumi up` deploys as the user configured."""
+    if previous is None:
+        stack.remove_config(RENDER_KEY)
+    else:
+        stack.set_config(RENDER_KEY, auto.ConfigValue(previous))
 
 
 def run(stack: auto.Stack, command: str, *, echo: Callable[[str], None] | None = None) -> Outcome:
@@ -140,9 +153,14 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _arguments(argv)
     stack = select_stack(args.stack, args.project_dir)
-    if args.render_dir is not None:
-        render_to(stack, args.render_dir)
-    outcome = run(stack, args.command, echo=print)
+    if args.render_dir is None:
+        outcome = run(stack, args.command, echo=print)
+    else:
+        previous = render_to(stack, args.render_dir)
+        try:
+            outcome = run(stack, args.command, echo=print)
+        finally:
+            restore_render(stack, previous)
     if args.report is not None:
         args.report.write_text(json.dumps(asdict(outcome), indent=2) + "\n")
     for message in outcome.errors:

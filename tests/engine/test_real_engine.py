@@ -94,6 +94,14 @@ def test_up_writes_the_objects_colo_render_writes(
     assert sorted(objects_in(deployed.rendered)) == sorted(colo_objects)
 
 
+def test_a_render_run_leaves_the_stack_file_with_the_users_settings(deployed: Deployed) -> None:
+    """--render-dir is set for the run only: a later `pulumi up` of the same stack file deploys, not renders."""
+    written = yaml.safe_load((deployed.project / "stacks" / "Pulumi.local.yaml").read_text())
+    original = yaml.safe_load(LOCAL.read_text())
+    assert "kubernetes:renderYamlToDirectory" not in written.get("config", {})
+    assert written["config"] == original["config"]
+
+
 def test_every_field_colo_sets_comes_out_of_the_provider_unchanged(
     deployed: Deployed, colo_objects: dict[str, Manifest]
 ) -> None:
