@@ -3,17 +3,35 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
-from colo.catalog import MIB, gpu
+from colo.catalog import MIB, GpuSpec, gpu
 from colo.catalog.models import catalog_architecture
-from colo.catalog.vllm_rules import constants, rules_for
+from colo.catalog.vllm_rules import TpCommunicationMib, constants, rules_for
 from colo.plan.kv_cache import KvGeometry, kv_geometry, kv_heads_per_rank
-from colo.plan.tp_comm import tp_communication
+from colo.plan.tp_comm import TpCommunication, tp_communication
 from tests.plan.helpers import sized
 
 COMM = constants().tp_communication_mib.peer_to_peer
+
+
+def tp2(
+    version: str, gpu_spec: GpuSpec, sizes: TpCommunicationMib = COMM, **overrides: Any
+) -> TpCommunication:
+    """One rank of a TP2 dense model (hidden 4096, 8192 batched tokens, bf16), eager unless told otherwise."""
+    settings: dict[str, Any] = {
+        "tensor_parallel_size": 2,
+        "moe": False,
+        "pooling": False,
+        "eager": True,
+        "hidden": 4096,
+        "max_num_batched_tokens": 8192,
+        "element": 2,
+        **overrides,
+    }
+    return tp_communication(rules_for(version), sizes, gpu_spec, **settings)
 
 
 def _per_token(geometry: KvGeometry) -> int:
@@ -92,18 +110,7 @@ def test_up_to_0102_communicators_land_inside_the_budget_and_from_011_before_the
     h100 = gpu("H100-SXM")
 
     def comm(version: str) -> tuple[int, int]:
-        c = tp_communication(
-            rules_for(version),
-            COMM,
-            h100,
-            tensor_parallel_size=2,
-            moe=False,
-            pooling=False,
-            eager=True,
-            hidden=4096,
-            max_num_batched_tokens=8192,
-            element=2,
-        )
+        c = tp2(version, h100)
         return c.before_snapshot // MIB, c.in_budget // MIB
 
     before, inside = comm("0.10.2")
@@ -120,18 +127,7 @@ def test_dense_models_lose_the_ep_communicator_from_014_and_the_gather_wakes_non
     h100 = gpu("H100-SXM")
 
     def before_and_inside(version: str, moe: bool) -> tuple[int, int]:
-        c = tp_communication(
-            rules_for(version),
-            COMM,
-            h100,
-            tensor_parallel_size=2,
-            moe=moe,
-            pooling=False,
-            eager=True,
-            hidden=4096,
-            max_num_batched_tokens=8192,
-            element=2,
-        )
+        c = tp2(version, h100, moe=moe)
         return c.before_snapshot, c.in_budget
 
     assert before_and_inside("0.13.0", False)[0] - before_and_inside("0.14.0", False)[0] == 486 * MIB
@@ -144,18 +140,7 @@ def test_flashinfer_allreduce_workspace_counts_from_017_when_compiled_and_from_0
     h200 = gpu("H200")
 
     def inside(version: str, eager: bool) -> int:
-        return tp_communication(
-            rules_for(version),
-            COMM,
-            h200,
-            tensor_parallel_size=2,
-            moe=False,
-            pooling=True,
-            eager=eager,
-            hidden=5120,
-            max_num_batched_tokens=8192,
-            element=2,
-        ).in_budget
+        return tp2(version, h200, pooling=True, eager=eager, hidden=5120).in_budget
 
     assert inside("0.16.0", False) == 0
     assert inside("0.17.0", False) == 4 * 2 * 64 * MIB + 2 * MIB  # min(64 MiB, 8192 x 5120 x 2) per buffer
@@ -183,17 +168,8 @@ def test_ranks_without_peer_to_peer_skip_custom_all_reduce_and_stage_nccl_throug
     """vLLM turns custom all-reduce off before allocating its buffers when the ranks lack P2P, and NCCL stages
     through host memory: the measured GPU share of its communicators is far smaller (NCCL_P2P_DISABLE=1 run)."""
     staged = constants().tp_communication_mib.host_staged
-    args = {
-        "tensor_parallel_size": 2,
-        "moe": False,
-        "pooling": False,
-        "eager": True,
-        "hidden": 4096,
-        "max_num_batched_tokens": 8192,
-        "element": 2,
-    }
-    direct = tp_communication(rules_for("0.10.1.1"), COMM, gpu("A100-80GB"), **args)
-    hosted = tp_communication(rules_for("0.10.1.1"), staged, gpu("A100-80GB"), **args)
+    direct = tp2("0.10.1.1", gpu("A100-80GB"))
+    hosted = tp2("0.10.1.1", gpu("A100-80GB"), staged)
     assert hosted.in_budget < direct.in_budget / 3
     assert hosted.in_budget // MIB == (
         staged.first_nccl_communicator_cumem_off
