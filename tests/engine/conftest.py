@@ -18,21 +18,8 @@ from pathlib import Path
 import pytest
 
 from colo.inline_engine import Outcome, Step
+from tests.built_tools import PULUMI_ENGINE_SCRIPT, absence, bin_dir_of
 from tests.paths import REPO_ROOT
-
-BUILD_SCRIPT = REPO_ROOT / "scripts" / "build-pulumi-engine.sh"
-BINARIES = ("pulumi", "pulumi-resource-kubernetes")
-
-
-def engine_bin_dir() -> Path:
-    printed = subprocess.run(
-        ["bash", str(BUILD_SCRIPT), "--print-bin-dir"], capture_output=True, text=True, check=True
-    )
-    return Path(printed.stdout.strip())
-
-
-def missing_binaries(bin_dir: Path) -> list[str]:
-    return [name for name in BINARIES if not os.access(bin_dir / name, os.X_OK)]
 
 
 @dataclass(frozen=True)
@@ -113,15 +100,8 @@ def project_copy(destination: Path, stacks: dict[str, Path]) -> Path:
 
 @pytest.fixture(scope="session")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
-    bin_dir = engine_bin_dir()
-    missing = missing_binaries(bin_dir)
-    if missing:
-        pytest.skip(
-            f"the real Pulumi engine is not built ({', '.join(missing)} missing from {bin_dir}): "
-            "run scripts/build-pulumi-engine.sh once (it compiles the pulumi CLI and the Kubernetes "
-            "provider from their Go modules and caches them by version; set COLO_PULUMI_ENGINE_CACHE "
-            "to choose where)"
-        )
+    # Tests marked `engine` are skipped at collection when it is not built (tests/conftest.py).
+    assert absence("engine") is None, absence("engine")
     home = tmp_path_factory.mktemp("engine-home")
     (home / "state").mkdir()  # the file backend's directory must exist
-    return Engine(bin_dir, home)
+    return Engine(bin_dir_of(PULUMI_ENGINE_SCRIPT), home)

@@ -1,0 +1,57 @@
+"""Tools that some suites need but the test run does not build: each is built once by a project script and
+cached by version. Where one is missing, every test marked for it is skipped with one reason, reported as
+one line of the summary (tests/conftest.py), never failed or left to hang."""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.paths import REPO_ROOT
+
+PULUMI_ENGINE_SCRIPT = REPO_ROOT / "scripts" / "build-pulumi-engine.sh"
+PULUMI_ENGINE_BINARIES = ("pulumi", "pulumi-resource-kubernetes")
+
+
+def bin_dir_of(script: Path) -> Path:
+    """The cache directory a build script fills, as the script itself computes it (`--print-bin-dir`)."""
+    printed = subprocess.run(
+        ["bash", str(script), "--print-bin-dir"], capture_output=True, text=True, check=True
+    )
+    return Path(printed.stdout.strip())
+
+
+def missing_from(bin_dir: Path, binaries: tuple[str, ...]) -> list[str]:
+    return [name for name in binaries if not os.access(bin_dir / name, os.X_OK)]
+
+
+@dataclass(frozen=True)
+class BuiltTool:
+    marker: str  # the pytest marker of the tests that need it
+    absent: Callable[[], str | None]  # why the tool cannot be used here, or None when it can
+
+
+def pulumi_engine_absent() -> str | None:
+    bin_dir = bin_dir_of(PULUMI_ENGINE_SCRIPT)
+    missing = missing_from(bin_dir, PULUMI_ENGINE_BINARIES)
+    if not missing:
+        return None
+    return (
+        f"the real Pulumi engine is not built ({', '.join(missing)} missing from {bin_dir}): "
+        "run scripts/build-pulumi-engine.sh once (it compiles the pulumi CLI and the Kubernetes provider from "
+        "their Go modules and caches them by version; set COLO_PULUMI_ENGINE_CACHE to choose where)"
+    )
+
+
+BUILT_TOOLS: tuple[BuiltTool, ...] = (BuiltTool("engine", pulumi_engine_absent),)
+
+
+@functools.cache
+def absence(marker: str) -> str | None:
+    """Why the tool behind `marker` is missing (asked once per process), or None when it is built."""
+    (tool,) = [tool for tool in BUILT_TOOLS if tool.marker == marker]
+    return tool.absent()
