@@ -11,7 +11,7 @@ log states, and compared in four groups, each beside the naive rule of thumb:
   startup      the verdict (started or the error) and  colo's verdict and    naive: fails when its KV
                the requested GiB                       util x total          cannot hold one request
 
-Logs whose figures informed a constant of colo's catalogs (every `informed_by` list in colo/catalog/*.yaml)
+Logs whose figures informed a constant of colo's catalogs (every `informed_by` list in the YAML files of colo/catalog and colo/vllm)
 are reported apart and never counted in the headline figures. Logs colo cannot size are listed with why.
 
 Run: python bench/accuracy.py [--verbose]
@@ -32,15 +32,16 @@ import yaml
 from pydantic import ValidationError
 
 from colo.catalog import GIB, GpuLookupError, gpu
-from colo.catalog.architecture import ModelArchitecture
 from colo.config.estimate import EstimateArguments
 from colo.plan.estimate import Estimate, EstimateRefused, estimate
 from colo.plan.kv_cache import KV_DTYPE_BYTES
 from colo.plan.weights import parameter_parts
+from colo.vllm.checkpoint.architecture import ModelArchitecture
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data" / "vllm_startup_logs.yaml"
-CATALOG = ROOT / "colo" / "catalog"
+# Every data file whose figures may cite the logs that informed them: the catalogs and the vLLM rules.
+INFORMING_YAML = (ROOT / "colo" / "catalog", ROOT / "colo" / "vllm")
 
 # Fine-tunes that keep a catalog model's geometry and dtype (the log entry's notes say so). A quantized
 # repack is a different checkpoint and is not mapped: its model entry has to say how it is quantized.
@@ -111,8 +112,8 @@ class Results:
 # --- the log's arguments, as `colo estimate` takes them ------------------------------------------------
 
 
-def informed_ids(catalog_dir: Path = CATALOG) -> set[str]:
-    """Every log id listed under an `informed_by` key anywhere in the catalog YAML files."""
+def informed_ids(roots: tuple[Path, ...] = INFORMING_YAML) -> set[str]:
+    """Every log id listed under an `informed_by` key anywhere in the catalogs' and rules' YAML files."""
 
     def walk(node: Any) -> Iterable[str]:
         if isinstance(node, Mapping):
@@ -124,7 +125,8 @@ def informed_ids(catalog_dir: Path = CATALOG) -> set[str]:
             for value in node:
                 yield from walk(value)
 
-    return {i for path in sorted(catalog_dir.glob("*.yaml")) for i in walk(yaml.safe_load(path.read_text()))}
+    paths = sorted(path for root in roots for path in root.rglob("*.yaml"))
+    return {i for path in paths for i in walk(yaml.safe_load(path.read_text()))}
 
 
 def _release(entry: Mapping[str, Any]) -> str:

@@ -14,12 +14,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from colo.catalog import gpu_names
-from colo.catalog.vllm_rules import supported_range
 from colo.cli.common import ExitCode, schema_choices
 from colo.config.estimate import EstimateArguments, Runner
 from colo.config.schema import KV_CACHE_DTYPE_CHOICES, QUANTIZATION_CHOICES, SpeculativeMethod
 from colo.errors import ArgumentsError, Problem
 from colo.plan.estimate import EstimateRefused, estimate, estimate_view
+from colo.vllm.rules import supported_range
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -11,11 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from colo.catalog import GpuLookupError, instance_type, resolve_gpu
-from colo.catalog.models import architecture_from_path, catalog_ids
-from colo.catalog.vllm_rules import kv_cache_memory_bytes_missing, rules_for
+from colo.catalog.models import catalog_ids
 from colo.config.schema import ServerSpec, StackConfig
 from colo.echo import shown
 from colo.errors import Problem
+from colo.vllm.checkpoint.files import architecture_from_path
+from colo.vllm.rules import kv_cache_memory_bytes_missing, rules_for
 
 
 def _servers(config: StackConfig) -> list[tuple[str, ServerSpec]]:

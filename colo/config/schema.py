@@ -25,18 +25,23 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from colo.aws.s3_uri import s3_prefix_problem
-from colo.catalog.quant_methods import all_kv_cache_dtypes, all_quantization_names, check_name, quant_release
 from colo.config import formats
 from colo.config.cli_values import CliText
 from colo.echo import shown
 from colo.plan.extra_args import refusal
 from colo.plan.kv_cache import KV_DTYPE_BYTES
 from colo.roles import START_ORDER, Role
+from colo.vllm.checkpoint.quant_methods import (
+    all_kv_cache_dtypes,
+    all_quantization_names,
+    check_name,
+    quant_release,
+)
 
 NodeImage = Literal["al2023-nvidia", "bottlerocket-nvidia", "gpu-operator-cdi", "generic-nvidia-runtime"]
 GpuPairing = Literal["uuid-handoff", "dra", "time-slice"]
 SpeculativeMethod = Literal["mtp", "eagle", "eagle3", "ngram"]
-# vLLM's own names, for every release colo knows (colo/catalog/quant_methods.yaml); a server's pinned release
+# vLLM's own names, for every release colo knows (colo/vllm/checkpoint/quant_methods.yaml); a server's pinned release
 # narrows them in ServerSpec._names_of_the_release. The CLI takes its choices from here too.
 QUANTIZATION_CHOICES = all_quantization_names()
 KV_CACHE_DTYPE_CHOICES = ("auto", *(name for name in all_kv_cache_dtypes() if name in KV_DTYPE_BYTES))
@@ -340,7 +345,7 @@ class ServerSpec(_Model):
     @model_validator(mode="after")
     def _names_of_the_release(self) -> ServerSpec:
         """vLLM's argparse accepts only its release's names; whether the name fits the checkpoint is checked
-        once its config is read (colo.catalog.quant_methods.resolve_architecture)."""
+        once its config is read (colo.vllm.checkpoint.quant_methods.resolve_architecture)."""
         if self.quantization is not None:
             check_name(self.quantization, self.vllm.version)
         dtypes = quant_release(self.vllm.version).kv_cache_dtypes

@@ -27,8 +27,6 @@ from math import ceil
 from typing import TYPE_CHECKING
 
 from colo.catalog import GIB, MIB, GpuSpec
-from colo.catalog.architecture import ModelArchitecture
-from colo.catalog.vllm_rules import MeasuredConstants, VllmRules, constants
 from colo.plan.activation import ActivationPeak, activation_peak, encoder_profile_kept_bytes, sampler_profile
 from colo.plan.cudagraph import GraphPlan, default_capture_sizes, graph_memory
 from colo.plan.engine_limits import EngineLimits
@@ -42,6 +40,8 @@ from colo.plan.kv_cache import (
 )
 from colo.plan.tp_comm import TpCommunication, tp_communication
 from colo.plan.weights import estimate_weights
+from colo.vllm.checkpoint.architecture import ModelArchitecture
+from colo.vllm.rules import MeasuredConstants, VllmRules, constants
 
 if TYPE_CHECKING:
     from colo.plan.calibration import AppliedCalibration

@@ -2,7 +2,7 @@
 
 A calibration adjusts the budget's inputs only: the GPU's CUDA context per process and the measured
 constants (non-torch growth, CUDA-graph memory per graph and layer). vLLM's own rules (what it subtracts,
-how it rounds, which capture sizes it picks) stay as vllm_rules.yaml mirrors them. An entry applies to
+how it rounds, which capture sizes it picks) stay as colo/vllm/rules.yaml mirrors them. An entry applies to
 exactly its GPU (colo's catalog name) and its vLLM release: a calibration never leaks into another GPU or
 another release, whose figures were never observed.
 
@@ -19,11 +19,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from colo.catalog import MIB
-from colo.catalog.vllm_rules import MeasuredConstants, constants
 from colo.config.yaml_safety import UnsafeYaml, load_yaml
 from colo.files import FileRefused, decode_utf8, read_bounded
 from colo.plan.budget import ProcessSpec
 from colo.stackfiles import find_project
+from colo.vllm.rules import MeasuredConstants, constants
 
 # Calibrated figure -> (label shown by `colo plan`, unit)
 FIGURES = {

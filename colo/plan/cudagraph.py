@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from colo.catalog.architecture import ModelArchitecture
-from colo.catalog.vllm_rules import VllmRules
+from colo.vllm.checkpoint.architecture import ModelArchitecture
+from colo.vllm.rules import VllmRules
 
 KIB = 1024
 SMALL_CAPTURE_SIZES = (1, 2, 4, 8)  # the field report's attempt: four sizes instead of 51

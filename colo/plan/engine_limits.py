@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from colo.catalog import GpuSpec
-from colo.catalog.architecture import ModelArchitecture
-from colo.catalog.vllm_rules import VllmRules
+from colo.vllm.checkpoint.architecture import ModelArchitecture
+from colo.vllm.rules import VllmRules
 
 
 @dataclass(frozen=True)

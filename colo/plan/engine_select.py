@@ -10,8 +10,8 @@ the oracle is gone and every server runs V1.
 from __future__ import annotations
 
 from colo.catalog import GpuSpec
-from colo.catalog.architecture import ModelArchitecture
-from colo.catalog.vllm_rules import VllmRules
+from colo.vllm.checkpoint.architecture import ModelArchitecture
+from colo.vllm.rules import VllmRules
 
 # vllm 0.8.0 engine/arg_utils.py::_is_v1_supported_oracle: V1_SUPPORTED_DTYPES
 DTYPE_NAMES = {"bfloat16": "torch.bfloat16", "float16": "torch.float16", "float32": "torch.float32"}

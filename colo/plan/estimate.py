@@ -12,15 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from colo.catalog import GIB, GpuLookupError, GpuSpec, resolve_gpu
-from colo.catalog.architecture import ModelArchitecture
-from colo.catalog.models import architecture_from_path, catalog_architecture
-from colo.catalog.quant_methods import QuantizationRefused, resolve_architecture
-from colo.catalog.vllm_rules import VllmRules, kv_cache_memory_bytes_missing, rules_for
 from colo.config.estimate import EstimateArguments
 from colo.plan.budget import ProcessBudget, ProcessSpec, size_process
 from colo.plan.engine_limits import resolve_limits
 from colo.plan.refusals import ServerSettings, vllm_refusals
 from colo.plan.report import budget_view, gpu_view
+from colo.vllm.checkpoint.architecture import ModelArchitecture
+from colo.vllm.checkpoint.catalog import catalog_architecture
+from colo.vllm.checkpoint.files import architecture_from_path
+from colo.vllm.checkpoint.quant_methods import QuantizationRefused, resolve_architecture
+from colo.vllm.rules import VllmRules, kv_cache_memory_bytes_missing, rules_for
 
 
 class EstimateRefused(Exception):

@@ -34,8 +34,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from colo.catalog.vllm_rules import newest_range_from
 from colo.echo import shown
+from colo.vllm.rules import newest_range_from
 
 # option -> why colo owns it and which stack key to use instead (completes "... reads X as <option>, ")
 DERIVED: dict[str, str] = {

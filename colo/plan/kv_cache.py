@@ -18,12 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import ceil
 
-from colo.catalog.architecture import ModelArchitecture
-from colo.catalog.vllm_rules import VllmRules
+from colo.vllm.checkpoint.architecture import ModelArchitecture
+from colo.vllm.rules import VllmRules
 
 DEFAULT_BLOCK_SIZE = 16
 # Bytes of one cached K or V element per `--kv-cache-dtype` (`vllm 0.33.0 utils/torch_utils.py::
-# STR_DTYPE_TO_TORCH_DTYPE`; the names each release accepts: colo/catalog/quant_methods.yaml kv_cache_dtypes).
+# STR_DTYPE_TO_TORCH_DTYPE`; the names each release accepts: colo/vllm/checkpoint/quant_methods.yaml kv_cache_dtypes).
 # The per-token-head dtypes also store one fp32 scale after each head's K and each head's V, carved from the
 # same KV allocation: 0.20-0.27 add `2 * block_size * num_kv_heads * 4` to the page (`vllm 0.20.0
 # v1/kv_cache_interface.py::AttentionSpec.page_size_bytes`), 0.28+ make a head slot `(head_size + head_size_v)
@@ -88,7 +88,7 @@ class KvGeometry:
 def kv_dtype_bytes(arch: ModelArchitecture, kv_cache_dtype: str) -> int:
     """`auto` is the model dtype, except for ModelOpt checkpoints whose kv_cache_quant_algo is FP8: vLLM 0.14+
     resolves `auto` to fp8_e4m3 (`vllm 0.14.0 utils/torch_utils.py::resolve_kv_cache_dtype_string`; for older
-    releases colo.catalog.quant_methods.resolve_architecture clears the algorithm)."""
+    releases colo.vllm.checkpoint.quant_methods.resolve_architecture clears the algorithm)."""
     if kv_cache_dtype == "auto":
         return 1 if arch.quant_scheme.kv_cache_quant_algo.upper() == "FP8" else arch.dtype_bytes
     if kv_cache_dtype not in KV_DTYPE_BYTES:

@@ -13,10 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from colo.catalog import GpuSpec
-from colo.catalog.architecture import ArchitectureError, ModelArchitecture
-from colo.catalog.models import architecture_from_path, catalog_architecture
-from colo.catalog.quant_methods import QuantizationRefused, resolve_architecture
-from colo.catalog.vllm_rules import VllmRules, kv_cache_memory_bytes_missing, rules_for
 from colo.config.schema import Budget, Pair, ServerSpec, StackConfig, Storage
 from colo.errors import Problem
 from colo.plan.budget import ProcessSpec
@@ -30,6 +26,11 @@ from colo.plan.refusals import ALLOW_LONG_ENV, ServerSettings, vllm_refusals
 from colo.plan.vllm_args import vllm_arguments
 from colo.plan.weight_sync_step import WeightSyncStep, weight_sync_step
 from colo.roles import ROLES, Role
+from colo.vllm.checkpoint.architecture import ArchitectureError, ModelArchitecture
+from colo.vllm.checkpoint.catalog import catalog_architecture
+from colo.vllm.checkpoint.files import architecture_from_path
+from colo.vllm.checkpoint.quant_methods import QuantizationRefused, resolve_architecture
+from colo.vllm.rules import VllmRules, kv_cache_memory_bytes_missing, rules_for
 
 S3Profile = Callable[[str, str], ModelArchitecture]
 

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from colo.catalog.quant_methods import QuantRelease
-from colo.catalog.quantization import WeightFormat
+from colo.vllm.checkpoint.quant_methods import QuantRelease
+from colo.vllm.checkpoint.quantization import WeightFormat
 
 FP32 = 4
 FP8_NATIVE_CAPABILITY = 89  # below: FP8 runs weight-only through Marlin

@@ -8,7 +8,7 @@ taking memory snapshot", `vllm 0.11.0 v1/worker/gpu_worker.py::Worker.init_devic
 free memory the startup check sees. Two things always land inside the budget: the communicator PyTorch's
 process group creates at the dummy sampler's first logits all-gather (releases whose `CudaCommunicator` has no
 all-gather of its own, up to 0.25.1), and FlashInfer's all-reduce workspace (0.17+, compiled on Hopper/
-Blackwell; 0.29+ in eager mode too). Sizes of what NCCL allocates are measured (vllm_rules.yaml constants);
+Blackwell; 0.29+ in eager mode too). Sizes of what NCCL allocates are measured (colo/vllm/rules.yaml constants);
 the buffer sizes vLLM chooses come from its source, cited below.
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from colo.catalog import MIB, GpuSpec
-from colo.catalog.vllm_rules import TpCommunicationMib, VllmRules
+from colo.vllm.rules import TpCommunicationMib, VllmRules
 
 # vllm 0.11.0 .. 0.33.0 distributed/device_communicators/all_reduce_utils.py::SYMM_MEM_ALL_REDUCE_MAX_SIZES
 SYMM_MEM_MIB: dict[tuple[int, int], dict[int, int]] = {

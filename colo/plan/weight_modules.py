@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from colo.catalog.architecture import ModelArchitecture
-from colo.catalog.quant_matching import ModuleRef
+from colo.vllm.checkpoint.architecture import ModelArchitecture
+from colo.vllm.checkpoint.quant_matching import ModuleRef
 
 VOCAB_PADDING = 64  # vLLM's DEFAULT_VOCAB_PADDING_SIZE
 Split = Literal["column", "row", "replicated"]

@@ -18,7 +18,6 @@ from datetime import date
 import yaml
 
 from colo.catalog import GIB, MIB
-from colo.catalog.vllm_rules import constants, same_release
 from colo.plan.calibration import (
     FIGURES,
     Calibration,
@@ -30,6 +29,7 @@ from colo.plan.calibration import (
 from colo.plan.pair import Server
 from colo.verify.readings import ServerReading
 from colo.verify.startup_log import StartupLog
+from colo.vllm.rules import constants, same_release
 
 KIB = 1024
 HEADER = (

@@ -19,8 +19,8 @@ from bench.accuracy import (
     verdict_counts,
 )
 from colo.catalog import GIB
-from colo.catalog.models import catalog_architecture
 from colo.plan.weights import parameter_parts
+from colo.vllm.checkpoint.catalog import catalog_architecture
 
 
 def _log(entry_id: str, **fields: Any) -> dict[str, Any]:
@@ -131,7 +131,7 @@ def test_an_unnamed_gpu_with_a_printed_total_is_sized_by_its_memory() -> None:
 
 def test_the_catalogs_informed_by_lists_are_what_the_bench_keeps_apart() -> None:
     informed = informed_ids()
-    assert "tokenkaki_a100_40g_qwen3_8b_0191" in informed  # vllm_rules.yaml constants
+    assert "tokenkaki_a100_40g_qwen3_8b_0191" in informed  # colo/vllm/rules.yaml constants
     assert "v1_gemma3_4b_b200_pr21489" in informed  # gpus.yaml
 
 

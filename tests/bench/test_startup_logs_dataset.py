@@ -8,9 +8,10 @@ from typing import Any
 
 import yaml
 
+from bench.accuracy import informed_ids
+
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "bench" / "data" / "vllm_startup_logs.yaml"
-CATALOG = ROOT / "colo" / "catalog"
 REQUIRED = [
     "id",
     "source",
@@ -50,15 +51,6 @@ FIGURES = (
 def _entries() -> list[dict[str, Any]]:
     entries: list[dict[str, Any]] = yaml.safe_load(DATA.read_text())["entries"]
     return entries
-
-
-def _informed_ids(node: Any) -> set[str]:
-    if isinstance(node, dict):
-        found = {str(i) for i in node.get("informed_by") or ()}
-        return found.union(*(_informed_ids(v) for k, v in node.items() if k != "informed_by"))
-    if isinstance(node, list):
-        return set().union(*(_informed_ids(v) for v in node))
-    return set()
 
 
 def test_every_entry_has_every_schema_key_and_a_unique_id() -> None:
@@ -101,8 +93,6 @@ def test_no_log_is_in_the_dataset_twice() -> None:
 
 def test_every_log_a_catalog_names_as_informing_a_constant_is_in_the_dataset() -> None:
     ids = {entry["id"] for entry in _entries()}
-    informed: set[str] = set()
-    for path in CATALOG.glob("*.yaml"):
-        informed |= _informed_ids(yaml.safe_load(path.read_text()))
+    informed = informed_ids()
     assert informed, "the catalogs name the logs their constants came from"
     assert informed <= ids, informed - ids

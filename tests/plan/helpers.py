@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from colo.catalog import gpu
-from colo.catalog.models import catalog_architecture
-from colo.catalog.vllm_rules import rules_for
 from colo.plan.budget import ProcessBudget, ProcessSpec, size_process
 from colo.plan.engine_limits import resolve_limits
+from colo.vllm.checkpoint.catalog import catalog_architecture
+from colo.vllm.rules import rules_for
 
 
 def process(

@@ -7,10 +7,10 @@ from hypothesis import strategies as st
 
 from colo.catalog import gpu_names
 from colo.catalog.models import catalog_ids
-from colo.catalog.quant_methods import QuantizationRefused
-from colo.catalog.vllm_rules import releases
 from colo.plan.budget import size_process
 from colo.plan.colocate import ServerRequest, plan_gpu
+from colo.vllm.checkpoint.quant_methods import QuantizationRefused
+from colo.vllm.rules import releases
 from tests.plan.helpers import process
 
 VERSIONS = sorted({r.first for r in releases()} | {r.last for r in releases()})

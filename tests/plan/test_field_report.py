@@ -8,12 +8,12 @@ import re
 import pytest
 
 from colo.catalog import GIB
-from colo.catalog.models import catalog_architecture
 from colo.config import StackConfig, parse_stack_config
 from colo.plan.budget import ProcessBudget
 from colo.plan.kv_cache import kv_capacity, kv_geometry
 from colo.plan.stack import make_plan
 from colo.plan.weights import estimate_weights
+from colo.vllm.checkpoint.catalog import catalog_architecture
 from tests.plan.conftest import field_report_raw
 
 # nvidia-smi after all pods ran, per GPU (field report, "Final measured state").

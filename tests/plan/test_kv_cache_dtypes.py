@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from colo.catalog.models import catalog_architecture
-from colo.catalog.vllm_rules import rules_for
 from colo.plan.kv_cache import head_slot_bytes, kv_geometry
+from colo.vllm.checkpoint.catalog import catalog_architecture
+from colo.vllm.rules import rules_for
 
 BLOCK = 16
 FP32 = 4

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from colo.catalog import GIB
-from colo.catalog.vllm_rules import constants, rules_for
 from colo.plan.activation import SamplerProfile, sampler_profile
+from colo.vllm.rules import constants, rules_for
 from tests.plan.helpers import sized
 
 TABLE = constants().sampler_bytes_per_logit

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from colo.catalog import MIB, GpuSpec, gpu
-from colo.catalog.models import catalog_architecture
-from colo.catalog.vllm_rules import TpCommunicationMib, constants, rules_for
 from colo.plan.kv_cache import KvGeometry, kv_geometry, kv_heads_per_rank
 from colo.plan.tp_comm import TpCommunication, tp_communication
+from colo.vllm.checkpoint.catalog import catalog_architecture
+from colo.vllm.rules import TpCommunicationMib, constants, rules_for
 from tests.plan.helpers import sized
 
 COMM = constants().tp_communication_mib.peer_to_peer

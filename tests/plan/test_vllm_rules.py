@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from colo.catalog import GIB
-from colo.catalog.models import catalog_architecture
-from colo.catalog.vllm_rules import rules_for
 from colo.plan.cudagraph import default_capture_sizes
 from colo.plan.kv_cache import kv_capacity, kv_geometry
+from colo.vllm.checkpoint.catalog import catalog_architecture
+from colo.vllm.rules import rules_for
 from tests.plan.helpers import process, sized
 
 

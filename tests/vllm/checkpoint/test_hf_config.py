@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from colo.catalog.architecture import ArchitectureError
-from colo.catalog.hf_config import (
+from colo.vllm.checkpoint.architecture import ArchitectureError
+from colo.vllm.checkpoint.catalog import catalog_architecture
+from colo.vllm.checkpoint.hf_config import (
     HfConfig,
     dimensions,
     from_hf_config,
@@ -17,7 +18,6 @@ from colo.catalog.hf_config import (
     quantization_scheme,
     vision_parameters,
 )
-from colo.catalog.models import catalog_architecture
 from tests.model_files import TINY_CONFIG
 
 

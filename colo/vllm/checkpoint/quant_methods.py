@@ -4,7 +4,7 @@
 0.33.0 config/model.py): the method comes from the checkpoint's quantization block; kernel overrides (GPTQ/AWQ
 Marlin, AutoGPTQ/AutoAWQ, ModelOpt by algorithm, gpt-oss MXFP4) replace it; a `--quantization` that names
 another method is refused with vLLM's message; without a block, a name that quantizes at load time (online)
-applies to the full-precision checkpoint. Release ranges follow the same convention as colo.catalog.vllm_rules
+applies to the full-precision checkpoint. Release ranges follow the same convention as colo.vllm.rules
 (a release inside a range follows that range), kept apart because they reach back to 0.8.0.
 """
 
@@ -19,9 +19,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from colo.catalog.architecture import ModelArchitecture
-from colo.catalog.quantization import UNQUANTIZED, QuantGroup, QuantizationScheme, WeightFormat
-from colo.catalog.vllm_rules import at_least, newest_range_from, release_key
+from colo.vllm.checkpoint.architecture import ModelArchitecture
+from colo.vllm.checkpoint.quantization import UNQUANTIZED, QuantGroup, QuantizationScheme, WeightFormat
+from colo.vllm.rules import at_least, newest_range_from, release_key
 
 METHODS_FILE = "quant_methods.yaml"
 MARLIN_GROUP_SIZES = (-1, 0, 32, 64, 128)  # MARLIN_SUPPORTED_GROUP_SIZES (0: channelwise, read as -1)
@@ -145,7 +145,7 @@ class LogInformed(BaseModel):
 @cache
 def _data() -> dict[str, Any]:
     loaded: dict[str, Any] = yaml.safe_load(
-        resources.files("colo.catalog").joinpath(METHODS_FILE).read_text()
+        resources.files("colo.vllm.checkpoint").joinpath(METHODS_FILE).read_text()
     )
     return loaded
 

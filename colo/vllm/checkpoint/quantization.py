@@ -3,7 +3,7 @@
 `QuantizationScheme` holds what the quantization block says, in vLLM's own terms: the method name vLLM starts
 from (`quant_method`, normalised as vLLM does), the weight formats and the layers each covers, the layers it
 leaves in full precision and the matching rule the method applies to that list. What the weights then take on
-the GPU depends on the kernel vLLM chooses per release and GPU: colo.catalog.quant_methods resolves the method,
+the GPU depends on the kernel vLLM chooses per release and GPU: colo.vllm.checkpoint.quant_methods resolves the method,
 colo.plan.quant_bytes sizes each format.
 """
 

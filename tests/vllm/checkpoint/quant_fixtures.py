@@ -1,4 +1,4 @@
-"""Real quantization blocks (tests/catalog/quant_configs/*.json), each carrying its public source in `_source`."""
+"""Real quantization blocks (tests/vllm/checkpoint/quant_configs/*.json), each carrying its public source in `_source`."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from colo.catalog.quant_config import read_quantization
-from colo.catalog.quantization import DeclaredIn, QuantizationScheme
+from colo.vllm.checkpoint.quant_config import read_quantization
+from colo.vllm.checkpoint.quantization import DeclaredIn, QuantizationScheme
 
 FIXTURES = Path(__file__).parent / "quant_configs"
 # Which file of the checkpoint the block came from.

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from colo.catalog.quant_config import QuantConfigError, read_quantization
-from colo.catalog.quantization import WeightFormat
-from tests.catalog.quant_fixtures import FIXTURES, fixture, scheme_of
+from colo.vllm.checkpoint.quant_config import QuantConfigError, read_quantization
+from colo.vllm.checkpoint.quantization import WeightFormat
+from tests.vllm.checkpoint.quant_fixtures import FIXTURES, fixture, scheme_of
 
 
 def test_every_fixture_names_its_public_source() -> None:

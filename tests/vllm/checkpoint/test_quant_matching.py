@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from colo.catalog.quant_config import read_quantization
-from colo.catalog.quant_matching import FusedShardsDisagree, ModuleRef, module_format, text_name
-from colo.catalog.quant_methods import quant_release
-from colo.catalog.quantization import QuantizationScheme, WeightFormat
-from tests.catalog.quant_fixtures import fixture, scheme_of
+from colo.vllm.checkpoint.quant_config import read_quantization
+from colo.vllm.checkpoint.quant_matching import FusedShardsDisagree, ModuleRef, module_format, text_name
+from colo.vllm.checkpoint.quant_methods import quant_release
+from colo.vllm.checkpoint.quantization import QuantizationScheme, WeightFormat
+from tests.vllm.checkpoint.quant_fixtures import fixture, scheme_of
 
 NEW, OLD = quant_release("0.33.0"), quant_release("0.10.0")
 QKV = ModuleRef(

@@ -1,4 +1,4 @@
-"""A model's geometry: everything the budget needs, nothing else (colo.catalog.hf_config reads it from a
+"""A model's geometry: everything the budget needs, nothing else (colo.vllm.checkpoint.hf_config reads it from a
 Hugging Face config.json)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from colo.catalog.quantization import UNQUANTIZED, QuantizationScheme
+from colo.vllm.checkpoint.quantization import UNQUANTIZED, QuantizationScheme
 
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "fp8": 1}
 
@@ -93,7 +93,7 @@ class ModelArchitecture:
     vision: VisionGeometry | None = None
     rotary_dim: int | None = None  # partial rotary embeddings cache fewer dimensions
     # vLLM's name for the quantization method ("none": full precision). From config.json it is the method the
-    # checkpoint declares; colo.catalog.quant_methods.resolve_architecture sets what a release and GPU run.
+    # checkpoint declares; colo.vllm.checkpoint.quant_methods.resolve_architecture sets what a release and GPU run.
     quantization: str = "none"
     quant_scheme: QuantizationScheme = UNQUANTIZED  # the checkpoint's block: formats, targets, ignore list
     quantization_flag: str | None = None  # `--quantization` as given (None: vLLM reads the checkpoint)
@@ -118,7 +118,7 @@ class ModelArchitecture:
 
     def with_quantization(self, quantization: str) -> ModelArchitecture:
         """The model served with `--quantization quantization`: vLLM checks the name against the checkpoint's
-        block, or quantizes a full-precision checkpoint at load (colo.catalog.quant_methods)."""
+        block, or quantizes a full-precision checkpoint at load (colo.vllm.checkpoint.quant_methods)."""
         return replace(self, quantization=quantization, quantization_flag=quantization)
 
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Literal
 
-from colo.catalog.quant_methods import QuantRelease
-from colo.catalog.quantization import GptqDynamicRule, QuantizationScheme, WeightFormat
+from colo.vllm.checkpoint.quant_methods import QuantRelease
+from colo.vllm.checkpoint.quantization import GptqDynamicRule, QuantizationScheme, WeightFormat
 
 ModuleKind = Literal["linear", "experts", "lm_head"]
 LANGUAGE_MODEL_SPELLINGS = ("model.language_model.", "language_model.model.", "language_model.")

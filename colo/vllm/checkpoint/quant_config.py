@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from colo.catalog.quantization import (
+from colo.vllm.checkpoint.quantization import (
     UNQUANTIZED,
     DeclaredIn,
     GptqDynamicRule,

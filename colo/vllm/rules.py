@@ -1,10 +1,10 @@
-"""The memory rules of each supported vLLM release, loaded from vllm_rules.yaml.
+"""The memory rules of each supported vLLM release, loaded from rules.yaml.
 
 Every decision that depends on the vLLM release is a typed field of `VllmRules`, named after what vLLM calls
-it; vllm_rules.yaml gives its value per release range and the source file it was read from. This module is
+it; rules.yaml gives its value per release range and the source file it was read from. This module is
 the only place that compares vLLM versions: everything else asks `rules_for(version)` and reads fields.
 
-Adding a rule: one field here (with a comment saying what it decides), and its value in vllm_rules.yaml in the
+Adding a rule: one field here (with a comment saying what it decides), and its value in rules.yaml in the
 first range and in each range where it changes. The loader refuses a range that lacks a field or carries a
 key no field declares, naming the key and the range.
 """
@@ -21,12 +21,12 @@ import yaml
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-RULES_FILE = "vllm_rules.yaml"
+RULES_FILE = "rules.yaml"
 GIB = 1024**3
 
 
 class VllmRulesFileError(Exception):
-    """vllm_rules.yaml does not match the fields declared here; the message names the key and the range."""
+    """rules.yaml does not match the fields declared here; the message names the key and the range."""
 
 
 class _Strict(BaseModel):
@@ -54,7 +54,7 @@ class BatchTier(_Strict):
 
 
 class VllmRules(_Strict):
-    """What changed between releases; vllm_rules.yaml cites the source of every value."""
+    """What changed between releases; rules.yaml cites the source of every value."""
 
     first: str
     last: str
@@ -223,7 +223,7 @@ class TpCommunicationByTopology(_Strict):
 
 
 class MeasuredConstants(_Strict):
-    """Version-independent figures no source file states; vllm_rules.yaml says where each was measured."""
+    """Version-independent figures no source file states; rules.yaml says where each was measured."""
 
     non_torch_growth_mib: int
     non_torch_growth_mib_cublas_in_baseline: int
@@ -316,7 +316,7 @@ def _release(entry: Mapping[str, Any]) -> VllmRules:
 
 
 def parse_rules(data: Mapping[str, Any]) -> RulesCatalog:
-    """Validate vllm_rules.yaml's content (merge keys already resolved by the YAML loader)."""
+    """Validate rules.yaml's content (merge keys already resolved by the YAML loader)."""
     unknown = sorted(set(data) - set(RulesCatalog.model_fields))
     if unknown:
         raise VllmRulesFileError(f"{RULES_FILE}: unknown top-level key '{unknown[0]}'")
@@ -337,7 +337,7 @@ def parse_rules(data: Mapping[str, Any]) -> RulesCatalog:
 
 @cache
 def _catalog() -> RulesCatalog:
-    return parse_rules(yaml.safe_load(resources.files("colo.catalog").joinpath(RULES_FILE).read_text()))
+    return parse_rules(yaml.safe_load(resources.files("colo.vllm").joinpath(RULES_FILE).read_text()))
 
 
 def releases() -> tuple[VllmRules, ...]:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from colo.catalog.architecture import (
+from colo.vllm.checkpoint.architecture import (
     DTYPE_BYTES,
     ArchitectureError,
     GdnGeometry,
@@ -22,8 +22,8 @@ from colo.catalog.architecture import (
     MoeGeometry,
     VisionGeometry,
 )
-from colo.catalog.quant_config import read_quantization
-from colo.catalog.quantization import UNQUANTIZED, QuantizationScheme
+from colo.vllm.checkpoint.quant_config import read_quantization
+from colo.vllm.checkpoint.quantization import UNQUANTIZED, QuantizationScheme
 
 ENCODER_ONLY_NAMES = ("Roberta", "Bert", "XLMRoberta")
 LINEAR_LAYER_TYPES = ("linear_attention", "mamba", "gated_deltanet")
@@ -272,7 +272,7 @@ def quantization_scheme(
     """The checkpoint's quantization block, where vLLM looks for it: config.json's `quantization_config` (or the
     older `compression_config`), else its text_config's (multimodal), else hf_quant_config.json (ModelOpt) or
     quantize_config.json (GPTQ) beside it (`vllm 0.14.0 model_executor/model_loader/weight_utils.py::
-    get_quant_config`). Which release finds which is colo.catalog.quant_methods' concern."""
+    get_quant_config`). Which release finds which is colo.vllm.checkpoint.quant_methods' concern."""
     top, text = config.top, config.text
     for key in ("quantization_config", "compression_config"):
         if top.get(key):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from colo.catalog.architecture import ModelArchitecture
-from colo.catalog.hf_config import from_hf_config
-from colo.catalog.quant_config import read_quantization
-from colo.catalog.quant_methods import (
+from colo.vllm.checkpoint.architecture import ModelArchitecture
+from colo.vllm.checkpoint.hf_config import from_hf_config
+from colo.vllm.checkpoint.quant_config import read_quantization
+from colo.vllm.checkpoint.quant_methods import (
     QuantizationRefused,
     all_quantization_names,
     check_name,
@@ -17,9 +17,9 @@ from colo.catalog.quant_methods import (
     resolve_architecture,
     resolve_quantization,
 )
-from colo.catalog.quantization import UNQUANTIZED, QuantizationScheme
-from tests.catalog.quant_fixtures import scheme_of
+from colo.vllm.checkpoint.quantization import UNQUANTIZED, QuantizationScheme
 from tests.model_files import TINY_CONFIG
+from tests.vllm.checkpoint.quant_fixtures import scheme_of
 
 A100, T4, H100 = (8, 0), (7, 5), (9, 0)
 GPTQ_MARLIN_ABLE = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True}

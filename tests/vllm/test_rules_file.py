@@ -1,4 +1,4 @@
-"""vllm_rules.yaml against the typed rules: every field in every range, nothing unknown, every range cited."""
+"""colo/vllm/rules.yaml against the typed rules: every field in every range, nothing unknown, every range cited."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from colo.catalog.vllm_rules import (
+from colo.vllm.rules import (
     MeasuredConstants,
     VllmRules,
     VllmRulesFileError,
@@ -24,7 +24,7 @@ from tests.plan.helpers import process
 
 
 def _raw() -> dict[str, Any]:
-    text = resources.files("colo.catalog").joinpath("vllm_rules.yaml").read_text()
+    text = resources.files("colo.vllm").joinpath("rules.yaml").read_text()
     data: dict[str, Any] = yaml.safe_load(text)
     return data
 
@@ -166,7 +166,7 @@ def test_only_the_rules_module_parses_or_compares_release_numbers() -> None:
         for path in package.rglob("*.py")
         if "packaging.version" in path.read_text() or "packaging import version" in path.read_text()
     }
-    assert readers == {"catalog/vllm_rules.py"}
+    assert readers == {"vllm/rules.py"}
 
 
 def test_a_release_falls_in_the_newest_range_that_starts_at_or_before_it() -> None:

@@ -8,8 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from colo.catalog.models import architecture_from_path
-from colo.catalog.safetensors import SafetensorsError, parse_header, read_local_headers, tensor_bytes_by_part
+from colo.vllm.checkpoint.files import architecture_from_path
+from colo.vllm.checkpoint.safetensors import (
+    SafetensorsError,
+    parse_header,
+    read_local_headers,
+    tensor_bytes_by_part,
+)
 from tests.model_files import TINY_CONFIG, safetensors_blob
 
 
