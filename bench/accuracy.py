@@ -1,6 +1,6 @@
 """Budget accuracy against public vLLM startup logs (bench/data/vllm_startup_logs.yaml, each entry cited).
 
-Each usable log is sized through the path `colo estimate` takes (colo.plan.estimate), with the arguments the
+Each usable log is sized through the path `colo estimate` takes (colo.vllm.estimator), with the arguments the
 log states, and compared in four groups, each beside the naive rule of thumb:
 
   weights      "Model loading took X GiB"             colo's weights        naive: params x bytes / TP
@@ -33,10 +33,7 @@ from pydantic import ValidationError
 
 from colo.catalog import GIB, GpuLookupError, gpu
 from colo.config.estimate import EstimateArguments
-from colo.plan.estimate import Estimate, EstimateRefused, estimate
-from colo.plan.kv_cache import KV_DTYPE_BYTES
-from colo.plan.weights import parameter_parts
-from colo.vllm.checkpoint.architecture import ModelArchitecture
+from colo.vllm import KV_DTYPE_BYTES, Estimate, EstimateRefused, ModelArchitecture, estimate, parameter_parts
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data" / "vllm_startup_logs.yaml"
@@ -231,7 +228,7 @@ def arguments(entry: Mapping[str, Any]) -> EstimateArguments:
 
 def _size(args: EstimateArguments, **kwargs: Any) -> Estimate:
     try:
-        return estimate(args, **kwargs)
+        return estimate(args.request(), **kwargs)
     except EstimateRefused as exc:
         raise Skip(f"{exc.field}: {exc.message}") from None
 

@@ -12,9 +12,15 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from colo.aws.clients import client
 from colo.aws.s3_uri import S3Prefix, parse_s3_prefix
-from colo.vllm.checkpoint.architecture import ModelArchitecture
-from colo.vllm.checkpoint.files import MAX_CONFIG_BYTES, architecture_from_mapping, parse_config_json
-from colo.vllm.checkpoint.safetensors import header_length, parse_header, tensor_bytes_by_part
+from colo.vllm import (
+    MAX_CONFIG_BYTES,
+    ModelArchitecture,
+    architecture_from_mapping,
+    header_length,
+    parse_config_json,
+    parse_header,
+    tensor_bytes_by_part,
+)
 
 
 class S3ProfileError(ValueError):

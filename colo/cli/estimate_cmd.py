@@ -2,7 +2,7 @@
 
 Each flag's accepted values come from the stack schema (colo.config.estimate): a bad value exits 2 naming the
 flag, before anything is sized. A new flag is one argument here, one field of EstimateArguments (named like
-the flag, typed like its stack key) and its use in colo.plan.estimate; a test holds every flag to that.
+the flag, typed like its stack key) and its use in colo.vllm.estimator; a test holds every flag to that.
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ from colo.cli.common import ExitCode, schema_choices
 from colo.config.estimate import EstimateArguments, Runner
 from colo.config.schema import KV_CACHE_DTYPE_CHOICES, QUANTIZATION_CHOICES, SpeculativeMethod
 from colo.errors import ArgumentsError, Problem
-from colo.plan.estimate import EstimateRefused, estimate, estimate_view
-from colo.vllm.rules import supported_range
+from colo.vllm import EstimateRefused, estimate, estimate_view, supported_range
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -101,7 +100,7 @@ def parse_arguments(args: argparse.Namespace) -> EstimateArguments:
 def run(args: argparse.Namespace) -> int:
     arguments = parse_arguments(args)
     try:
-        result = estimate(arguments)
+        result = estimate(arguments.request())
     except EstimateRefused as exc:
         raise ArgumentsError([Problem(flag(exc.field), exc.message)]) from None
     print(json.dumps(estimate_view(result), indent=2))

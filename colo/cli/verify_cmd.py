@@ -19,7 +19,8 @@ from colo.cli.common import add_stack_arguments, load_config, read_stack_file
 from colo.config import StackConfig
 from colo.plan.calibration import CalibrationError
 from colo.plan.kubernetes_spec import kubernetes_spec
-from colo.plan.pair import PairPlan, Server
+from colo.plan.pair import PairPlan
+from colo.plan.server import Server
 from colo.plan.stack import Plan, make_plan
 from colo.profiles import s3_profile_reader
 from colo.verify.compare import ServerCheck, Verdict, compare, overall

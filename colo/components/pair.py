@@ -27,7 +27,8 @@ from colo.components.gpu_pairing import PodGpu, ServerGpu
 from colo.components.network_policy import ingress_policy
 from colo.components.pod_scripts import script_path
 from colo.components.pod_security import container_security_context, pod_security_context
-from colo.plan.pair import PairPlan, Server
+from colo.plan.pair import PairPlan
+from colo.plan.server import Server
 
 VLLM_SERVE = ["vllm", "serve"]
 # Policy-scanner findings a pod can carry for a reason, each explained in docs/checkov.md: a pod that

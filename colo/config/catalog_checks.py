@@ -15,8 +15,7 @@ from colo.catalog.models import catalog_ids
 from colo.config.schema import ServerSpec, StackConfig
 from colo.echo import shown
 from colo.errors import Problem
-from colo.vllm.checkpoint.files import architecture_from_path
-from colo.vllm.rules import kv_cache_memory_bytes_missing, rules_for
+from colo.vllm import architecture_from_path, kv_cache_memory_bytes_missing, rules_for
 
 
 def _servers(config: StackConfig) -> list[tuple[str, ServerSpec]]:

@@ -27,6 +27,7 @@ from colo.config.schema import (
     TensorParallelSize,
     VllmVersion,
 )
+from colo.vllm import EstimateRequest
 
 Runner = Literal["generate", "pooling"]
 
@@ -79,3 +80,32 @@ class EstimateArguments(BaseModel):
         if self.num_speculative_tokens is None:
             return Speculative(method=self.speculative_method)
         return Speculative(method=self.speculative_method, num_speculative_tokens=self.num_speculative_tokens)
+
+    def request(self) -> EstimateRequest:
+        """These arguments as the memory model takes them."""
+        speculative = self.speculative
+        return EstimateRequest(
+            model=self.model,
+            vllm_version=self.vllm_version,
+            gpu=self.gpu,
+            gpu_memory_mib=self.gpu_memory_mib,
+            gpu_memory_utilization=self.gpu_memory_utilization,
+            max_model_len=self.max_model_len,
+            max_num_seqs=self.max_num_seqs,
+            max_num_batched_tokens=self.max_num_batched_tokens,
+            kv_cache_dtype=self.kv_cache_dtype,
+            quantization=self.quantization,
+            enforce_eager=self.enforce_eager,
+            pooling=self.runner == "pooling",
+            tensor_parallel_size=self.tensor_parallel_size,
+            kv_cache_memory_bytes=self.kv_cache_memory_bytes,
+            free_memory_gib=self.free_memory_gib,
+            num_speculative_tokens=speculative.num_speculative_tokens if speculative else 0,
+            speculative_method=speculative.method if speculative else None,
+            allow_long_max_model_len=self.allow_long_max_model_len,
+            language_model_only=self.language_model_only,
+            limit_mm_per_prompt=dict(self.limit_mm_per_prompt) if self.limit_mm_per_prompt else None,
+            skip_mm_profiling=self.skip_mm_profiling,
+            flashinfer_installed=not self.without_flashinfer,
+            peer_to_peer=not self.no_peer_to_peer,
+        )

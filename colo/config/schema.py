@@ -24,17 +24,17 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+import colo.config.formats as formats
 from colo.aws.s3_uri import s3_prefix_problem
-from colo.config import formats
 from colo.config.cli_values import CliText
 from colo.echo import shown
-from colo.plan.extra_args import refusal
-from colo.plan.kv_cache import KV_DTYPE_BYTES
 from colo.roles import START_ORDER, Role
-from colo.vllm.checkpoint.quant_methods import (
+from colo.vllm import (
+    KV_DTYPE_BYTES,
     all_kv_cache_dtypes,
     all_quantization_names,
-    check_name,
+    check_quantization_name,
+    extra_arg_refusal,
     quant_release,
 )
 
@@ -314,7 +314,7 @@ class ServerSpec(_Model):
         errors = [
             _error(("extraArgs", index), reason, arg)
             for index, arg in enumerate(self.extra_args)
-            if (reason := refusal(arg, self.vllm.version)) is not None
+            if (reason := extra_arg_refusal(arg, self.vllm.version)) is not None
         ]
         if errors:
             raise ValidationError.from_exception_data(type(self).__name__, errors)
@@ -347,7 +347,7 @@ class ServerSpec(_Model):
         """vLLM's argparse accepts only its release's names; whether the name fits the checkpoint is checked
         once its config is read (colo.vllm.checkpoint.quant_methods.resolve_architecture)."""
         if self.quantization is not None:
-            check_name(self.quantization, self.vllm.version)
+            check_quantization_name(self.quantization, self.vllm.version)
         dtypes = quant_release(self.vllm.version).kv_cache_dtypes
         if self.kv_cache_dtype not in dtypes:
             raise ValueError(

@@ -16,8 +16,7 @@ from typing import Any
 from colo.catalog import InstanceType
 from colo.config import parse_stack_config
 from colo.errors import Problem
-from colo.plan.cudagraph import SMALL_CAPTURE_SIZES
-from colo.plan.pair import PairPlan, Server
+from colo.plan.pair import PairPlan
 from colo.plan.platform import platform_problems
 from colo.plan.resources import (
     NODE_RESERVED_FRACTION_MEMORY,
@@ -25,9 +24,11 @@ from colo.plan.resources import (
     memory_bytes,
     millicpu,
 )
+from colo.plan.server import Server
 from colo.plan.stack import Plan, make_plan
 from colo.profiles import s3_profile_reader
 from colo.roles import Role
+from colo.vllm import SMALL_CAPTURE_SIZES
 
 MIB = 2**20
 

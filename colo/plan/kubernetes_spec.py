@@ -106,5 +106,5 @@ def kubernetes_spec(config: StackConfig, plan: Plan) -> KubernetesSpec:
         ),
         ingress_from=ingress_peers(config),
         scrape_from=_peers(config, config.network.scrape_from),
-        monitoring=monitoring_spec(config, plan),
+        monitoring=monitoring_spec(config, plan.pairs, plan.device_plugin),
     )

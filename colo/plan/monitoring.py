@@ -7,15 +7,13 @@ predicted nvidia-smi used and the safety margin).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from colo.config.schema import StackConfig
 from colo.errors import Problem
+from colo.plan.pair import PairPlan
 from colo.plan.scheduling import DevicePluginPlan
-
-if TYPE_CHECKING:  # the stack's plan calls observability_warnings while it is built
-    from colo.plan.stack import Plan
 
 SHARED_GPU_RESOURCE = "nvidia.com/gpu.shared"  # what time-slicing advertises (colo.components.device_plugin)
 
@@ -60,14 +58,16 @@ def _dcgm(config: StackConfig, plugin: DevicePluginPlan | None) -> DcgmExporterP
     return DcgmExporterPlan(plugin.namespace, dict(plugin.node_selector), shared)
 
 
-def monitoring_spec(config: StackConfig, plan: Plan) -> MonitoringSpec:
+def monitoring_spec(
+    config: StackConfig, pairs: Sequence[PairPlan], device_plugin: DevicePluginPlan | None
+) -> MonitoringSpec:
     observability = config.observability
     dashboard = observability.dashboard_namespace or config.cluster.namespace
     return MonitoringSpec(
         prometheus_operator=observability.prometheus_operator,
         monitor_labels=dict(observability.monitor_labels),
         dashboard_namespace=dashboard if observability.grafana_dashboard else None,
-        dcgm_exporter=_dcgm(config, plan.device_plugin),
+        dcgm_exporter=_dcgm(config, device_plugin),
         pairs=tuple(
             PairMetrics(
                 pair.name,
@@ -75,7 +75,7 @@ def monitoring_spec(config: StackConfig, plan: Plan) -> MonitoringSpec:
                 round(pair.gpu_plan.safety_margin_bytes / 2**20),
                 tuple(ServerMetrics(s.name, s.role, s.port, s.model) for s in pair.servers),
             )
-            for pair in plan.pairs
+            for pair in pairs
         ),
     )
 

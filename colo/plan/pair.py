@@ -15,46 +15,36 @@ from pathlib import Path
 from colo.catalog import GpuSpec
 from colo.config.schema import Budget, Pair, ServerSpec, StackConfig, Storage
 from colo.errors import Problem
-from colo.plan.budget import ProcessSpec
 from colo.plan.calibration import calibrate
-from colo.plan.colocate import GpuPlan, ServerPlan, ServerRequest, plan_gpu
-from colo.plan.engine_limits import resolve_limits
 from colo.plan.model_volume import weights_dir
 from colo.plan.placement import Placement
 from colo.plan.probes import IMAGE_PULL_S, ProbeBudget, startup_budget
-from colo.plan.refusals import ALLOW_LONG_ENV, ServerSettings, vllm_refusals
-from colo.plan.vllm_args import vllm_arguments
+from colo.plan.server import Server
 from colo.plan.weight_sync_step import WeightSyncStep, weight_sync_step
 from colo.roles import ROLES, Role
-from colo.vllm.checkpoint.architecture import ArchitectureError, ModelArchitecture
-from colo.vllm.checkpoint.catalog import catalog_architecture
-from colo.vllm.checkpoint.files import architecture_from_path
-from colo.vllm.checkpoint.quant_methods import QuantizationRefused, resolve_architecture
-from colo.vllm.rules import VllmRules, kv_cache_memory_bytes_missing, rules_for
+from colo.vllm import (
+    ALLOW_LONG_ENV,
+    ArchitectureError,
+    GpuPlan,
+    ModelArchitecture,
+    ProcessSpec,
+    QuantizationRefused,
+    ServerPlan,
+    ServerRequest,
+    ServerSettings,
+    VllmRules,
+    architecture_from_path,
+    catalog_architecture,
+    kv_cache_memory_bytes_missing,
+    plan_gpu,
+    resolve_architecture,
+    resolve_limits,
+    rules_for,
+    vllm_arguments,
+    vllm_refusals,
+)
 
 S3Profile = Callable[[str, str], ModelArchitecture]
-
-
-@dataclass(frozen=True)
-class Server:
-    role: Role
-    name: str  # Kubernetes-friendly: <pair>-<role>
-    model: str
-    image: str
-    vllm_version: str
-    port: int
-    args: tuple[str, ...]
-    probe: ProbeBudget
-    cpu: str
-    memory: str
-    weights_uri: str | None
-    memory_plan: ServerPlan
-    env: tuple[tuple[str, str], ...] = ()  # environment variables the server's vLLM reads
-
-    @property
-    def accepts_gpu_uuid(self) -> bool:
-        """Whether this server's vLLM resolves CUDA_VISIBLE_DEVICES=GPU-<uuid>; older ones need an index."""
-        return self.memory_plan.budget.spec.rules.uuid_in_cuda_visible_devices
 
 
 @dataclass(frozen=True)

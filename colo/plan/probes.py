@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from math import ceil
 
 from colo.catalog import MIB
-from colo.plan.budget import ProcessBudget
+from colo.vllm import ProcessBudget
 
 PERIOD_S = 10
 ENGINE_INIT_S = 45  # process start, tokenizer, engine core, memory profiling (public logs: 20-60 s)

@@ -4,65 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from colo.catalog import GIB, MIB, GpuSpec
-from colo.plan.budget import ProcessBudget
-from colo.plan.colocate import ServerPlan
-from colo.plan.pair import PairPlan, Server
+from colo.catalog import MIB
+from colo.plan.pair import PairPlan
+from colo.plan.server import Server
 from colo.plan.stack import Plan
-
-
-def _gib(value: int) -> float:
-    return round(value / GIB, 2)
-
-
-def budget_view(b: ProcessBudget) -> dict[str, Any]:
-    """One process's figures, named as vLLM's log lines name them; shared by `colo plan` and `colo estimate`."""
-    spec = b.spec
-    return {
-        "vllm_version": spec.vllm_version,
-        "gpu_memory_utilization": spec.utilization,
-        "kv_cache_memory_bytes": spec.kv_cache_memory_bytes,
-        "requested_gib": _gib(b.requested_bytes),
-        "context_gib": _gib(b.context_bytes),
-        "startup_free_gib": _gib(b.startup.free_bytes),
-        "startup_ok": b.startup.ok,
-        "startup_error": b.startup.message or None,
-        "weights_gib": _gib(b.weights_bytes),
-        "activation_peak_gib": _gib(b.activation_bytes),
-        "non_torch_gib": _gib(b.non_torch_bytes),
-        "tensor_parallel_size": spec.tensor_parallel_size,
-        "tp_communication_gib": {
-            "before_snapshot": _gib(b.communication.before_snapshot),
-            "in_budget": _gib(b.communication.in_budget),
-        },
-        "vision_tower_built": spec.vision_tower_built,
-        "mm_encoder_profiled": spec.mm_encoder_profiled,
-        "cuda_graph_gib": _gib(b.graphs.bytes),
-        "cuda_graphs": b.graphs.count,
-        "cuda_graph_in_budget": b.graph_estimate_in_budget,
-        "kv_cache_gib": _gib(b.kv_bytes),
-        "kv_tokens": b.capacity.tokens if b.capacity else 0,
-        "max_concurrency": round(b.capacity.max_concurrency, 2) if b.capacity else 0.0,
-        "num_gpu_blocks": b.capacity.num_blocks if b.capacity else 0,
-        "max_model_len": spec.limits.max_model_len,
-        "max_num_seqs": spec.limits.max_num_seqs,
-        "max_num_batched_tokens": spec.limits.max_num_batched_tokens,
-        "footprint_mib": round(b.footprint_bytes / MIB),
-        "errors": list(b.errors),
-        "calibration": spec.calibration.view() if spec.calibration else None,
-    }
-
-
-def gpu_view(gpu: GpuSpec) -> dict[str, Any]:
-    """The GPU the budget used, with whatever colo had to assume about it."""
-    return {
-        "name": gpu.name,
-        "device_name": gpu.device_name or None,
-        "cuda_total_gib": _gib(gpu.cuda_total_bytes),
-        "context_mib": round(gpu.context_bytes / MIB),
-        "in_catalog": gpu.from_catalog,
-        "assumptions": list(gpu.assumptions),
-    }
+from colo.vllm import ServerPlan, budget_view, gpu_view, in_gib
 
 
 def memory_view(plan: ServerPlan) -> dict[str, Any]:
@@ -101,8 +47,8 @@ def pair_view(pair: PairPlan) -> dict[str, Any]:
         "startup_checks": [
             {
                 "server": s.name,
-                "free_gib": _gib(s.memory_plan.budget.startup.free_bytes),
-                "requested_gib": _gib(s.memory_plan.budget.startup.requested_bytes),
+                "free_gib": in_gib(s.memory_plan.budget.startup.free_bytes),
+                "requested_gib": in_gib(s.memory_plan.budget.startup.requested_bytes),
                 "ok": s.memory_plan.budget.startup.ok,
             }
             for s in pair.servers

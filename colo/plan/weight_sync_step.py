@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 from colo.catalog import MIB
 from colo.plan.model_volume import COMPLETE_MARKER, MODEL_ROOT, weights_dir
 from colo.plan.probes import MARGIN_FACTOR
+from colo.plan.server import Server
 
 if TYPE_CHECKING:
     from colo.config.schema import StackConfig
-    from colo.plan.pair import Server
 
 # The sync image's entrypoint (Dockerfile), spelled out so the pod does not depend on it.
 COMMAND = ("python", "-m", "colo.aws.weight_sync")

@@ -14,11 +14,10 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 from colo.catalog import GIB
-from colo.plan.budget import ProcessBudget, geometry_for
 from colo.verify.metrics import CacheConfigInfo
 from colo.verify.startup_log import StartupLog
 from colo.verify.terms import TERMS, Term
-from colo.vllm.rules import same_release
+from colo.vllm import ProcessBudget, geometry_for, same_release
 
 Value = float | int | str
 

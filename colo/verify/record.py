@@ -18,18 +18,18 @@ from datetime import date
 import yaml
 
 from colo.catalog import GIB, MIB
-from colo.plan.calibration import (
-    FIGURES,
+from colo.plan.calibration import load_calibration, resolve
+from colo.plan.server import Server
+from colo.verify.readings import ServerReading
+from colo.verify.startup_log import StartupLog
+from colo.vllm import (
+    CALIBRATED_FIGURES,
     Calibration,
     CalibrationEntry,
     Observation,
-    load_calibration,
-    resolve,
+    measured_constants,
+    same_release,
 )
-from colo.plan.pair import Server
-from colo.verify.readings import ServerReading
-from colo.verify.startup_log import StartupLog
-from colo.vllm.rules import constants, same_release
 
 KIB = 1024
 HEADER = (
@@ -82,7 +82,7 @@ def _graph_kib(item: Observed) -> int | None:
     graphs, arch = budget.graphs, budget.spec.arch
     if log.graph_gib is None or log.graph_gib <= 0 or graphs.count == 0 or arch.is_hybrid_linear:
         return None
-    used = (budget.spec.constants or constants()).cudagraph_kib_per_graph_layer
+    used = (budget.spec.constants or measured_constants()).cudagraph_kib_per_graph_layer
     buffers = graphs.bytes - graphs.count * arch.num_layers * used * KIB
     kib = (log.graph_gib * GIB - buffers) / (graphs.count * arch.num_layers * KIB)
     return round(kib) if kib > 0 else None
@@ -117,7 +117,7 @@ def _merged(
     observed = (*(existing.observed if existing else ()), *new)
     largest = {
         key: max(values)
-        for key in FIGURES
+        for key in CALIBRATED_FIGURES
         if (values := [int(o.figures[key]) for o in observed if key in o.figures])
     }
     return CalibrationEntry(gpu=gpu, vllm_version=version, observed=observed, **largest)

@@ -1,2 +1,109 @@
 """How vLLM sizes itself at startup, release by release: its rules, its reading of a checkpoint, and the memory of
-one process and of several processes on one GPU. Knows nothing of stacks, Kubernetes or AWS."""
+one process and of several processes on one GPU. Knows nothing of stacks, Kubernetes or AWS.
+
+This module is the package's public surface: the rest of colo, and any other program, imports from `colo.vllm`
+alone. `estimate` sizes one process (one rank) as vLLM would; `plan_gpu` sizes several started one after another on
+one GPU. The submodules are internal and may change without notice.
+"""
+
+from __future__ import annotations
+
+from colo.vllm.calibration import (
+    CALIBRATED_FIGURES,
+    AppliedCalibration,
+    Calibration,
+    CalibrationEntry,
+    Observation,
+)
+from colo.vllm.checkpoint.architecture import ArchitectureError, ModelArchitecture
+from colo.vllm.checkpoint.catalog import catalog_architecture
+from colo.vllm.checkpoint.files import (
+    MAX_CONFIG_BYTES,
+    architecture_from_mapping,
+    architecture_from_path,
+    parse_config_json,
+)
+from colo.vllm.checkpoint.quant_methods import (
+    QuantizationRefused,
+    all_kv_cache_dtypes,
+    all_quantization_names,
+    check_quantization_name,
+    quant_release,
+    resolve_architecture,
+)
+from colo.vllm.checkpoint.safetensors import header_length, parse_header, tensor_bytes_by_part
+from colo.vllm.colocate import GpuPlan, ServerPlan, ServerRequest, plan_gpu
+from colo.vllm.estimator import Estimate, EstimateRefused, EstimateRequest, estimate, estimate_view
+from colo.vllm.extra_args import extra_arg_refusal
+from colo.vllm.process.budget import ProcessBudget, ProcessSpec, geometry_for
+from colo.vllm.process.calibrated import calibrated
+from colo.vllm.process.cudagraph import SMALL_CAPTURE_SIZES
+from colo.vllm.process.engine_limits import resolve_limits
+from colo.vllm.process.kv_cache import KV_DTYPE_BYTES
+from colo.vllm.process.refusals import ALLOW_LONG_ENV, ServerSettings, vllm_refusals
+from colo.vllm.process.weights import parameter_parts
+from colo.vllm.rules import (
+    VllmRules,
+    kv_cache_memory_bytes_missing,
+    measured_constants,
+    rules_for,
+    same_release,
+    supported_range,
+)
+from colo.vllm.serve_args import vllm_arguments
+from colo.vllm.views import budget_view, gpu_view, in_gib
+
+__all__ = [
+    "ALLOW_LONG_ENV",
+    "CALIBRATED_FIGURES",
+    "KV_DTYPE_BYTES",
+    "MAX_CONFIG_BYTES",
+    "SMALL_CAPTURE_SIZES",
+    "AppliedCalibration",
+    "ArchitectureError",
+    "Calibration",
+    "CalibrationEntry",
+    "Estimate",
+    "EstimateRefused",
+    "EstimateRequest",
+    "GpuPlan",
+    "ModelArchitecture",
+    "Observation",
+    "ProcessBudget",
+    "ProcessSpec",
+    "QuantizationRefused",
+    "ServerPlan",
+    "ServerRequest",
+    "ServerSettings",
+    "VllmRules",
+    "all_kv_cache_dtypes",
+    "all_quantization_names",
+    "architecture_from_mapping",
+    "architecture_from_path",
+    "budget_view",
+    "calibrated",
+    "catalog_architecture",
+    "check_quantization_name",
+    "estimate",
+    "estimate_view",
+    "extra_arg_refusal",
+    "geometry_for",
+    "gpu_view",
+    "header_length",
+    "in_gib",
+    "kv_cache_memory_bytes_missing",
+    "measured_constants",
+    "parameter_parts",
+    "parse_config_json",
+    "parse_header",
+    "plan_gpu",
+    "quant_release",
+    "resolve_architecture",
+    "resolve_limits",
+    "rules_for",
+    "same_release",
+    "supported_range",
+    "tensor_bytes_by_part",
+    "vllm_arguments",
+    "vllm_refusals",
+]

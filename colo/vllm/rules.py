@@ -383,6 +383,6 @@ def kv_cache_memory_bytes_missing(rules: VllmRules, version: str) -> str | None:
     return f"vLLM {version} has no --kv-cache-memory-bytes (added in {added})"
 
 
-def constants() -> MeasuredConstants:
+def measured_constants() -> MeasuredConstants:
     """Version-independent figures with their sources (non-torch growth, graph cost, sampler factors)."""
     return _catalog().constants

@@ -19,8 +19,8 @@ from bench.accuracy import (
     verdict_counts,
 )
 from colo.catalog import GIB
-from colo.plan.weights import parameter_parts
 from colo.vllm.checkpoint.catalog import catalog_architecture
+from colo.vllm.process.weights import parameter_parts
 
 
 def _log(entry_id: str, **fields: Any) -> dict[str, Any]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from colo.catalog import gpu
-from colo.plan.budget import ProcessBudget, ProcessSpec, size_process
-from colo.plan.engine_limits import resolve_limits
 from colo.vllm.checkpoint.catalog import catalog_architecture
+from colo.vllm.process.budget import ProcessBudget, ProcessSpec, size_process
+from colo.vllm.process.engine_limits import resolve_limits
 from colo.vllm.rules import rules_for
 
 

@@ -7,9 +7,9 @@ from hypothesis import strategies as st
 
 from colo.catalog import gpu_names
 from colo.catalog.models import catalog_ids
-from colo.plan.budget import size_process
-from colo.plan.colocate import ServerRequest, plan_gpu
 from colo.vllm.checkpoint.quant_methods import QuantizationRefused
+from colo.vllm.colocate import ServerRequest, plan_gpu
+from colo.vllm.process.budget import size_process
 from colo.vllm.rules import releases
 from tests.plan.helpers import process
 

@@ -9,8 +9,8 @@ import pytest
 
 from colo.config import parse_stack_config
 from colo.errors import ConfigError
-from colo.plan.extra_args import DERIVED, SECRETS, options_set_by, parser_rules, refusal
 from colo.stackfiles import load_stack
+from colo.vllm.extra_args import DERIVED, SECRETS, extra_arg_refusal, options_set_by, parser_rules
 
 # Every release whose sources the parser rules were read from.
 RELEASES = [
@@ -136,7 +136,7 @@ def test_every_spelling_of_a_derived_flag_or_secret_is_read_as_that_flag(
     assert releases
     misread = [v for v in releases if option not in options_set_by(spelling, parser_rules(v))]
     assert misread == []
-    assert all(refusal(spelling, v) is not None for v in releases)
+    assert all(extra_arg_refusal(spelling, v) is not None for v in releases)
 
 
 # (spelling, releases that read it as no option at all: vLLM itself refuses it there)
@@ -180,32 +180,32 @@ OTHER_OPTIONS = [
 @pytest.mark.parametrize("version", ["0.8.0", "0.10.1.1", "0.12.0", "0.19.1", "0.33.0"])
 @pytest.mark.parametrize("arg", OTHER_OPTIONS)
 def test_options_colo_does_not_derive_and_plain_values_pass(arg: str, version: str) -> None:
-    assert refusal(arg, version) is None
+    assert extra_arg_refusal(arg, version) is None
 
 
 def test_a_refusal_names_the_stack_key_to_use_instead() -> None:
-    message = refusal("--gpu_memory_util=0.99", "0.19.1")
+    message = extra_arg_refusal("--gpu_memory_util=0.99", "0.19.1")
     assert message is not None
     assert "--gpu-memory-utilization" in message and "gpuMemoryUtilization" in message
-    assert "maxModelLen" in (refusal("--max-model=9000", "0.19.1") or "")
-    assert "cudagraphCaptureSizes" in (refusal("-O3", "0.19.1") or "")
+    assert "maxModelLen" in (extra_arg_refusal("--max-model=9000", "0.19.1") or "")
+    assert "cudagraphCaptureSizes" in (extra_arg_refusal("-O3", "0.19.1") or "")
 
 
 def test_a_secret_names_the_secret_key_to_use() -> None:
-    assert "colo:hfToken" in (refusal("--hf_token=hf_abc", "0.19.1") or "")
-    assert "colo:vllmApiKey" in (refusal("--api-key=sk", "0.19.1") or "")
+    assert "colo:hfToken" in (extra_arg_refusal("--hf_token=hf_abc", "0.19.1") or "")
+    assert "colo:vllmApiKey" in (extra_arg_refusal("--api-key=sk", "0.19.1") or "")
     # `--h` may be --host, --hf-overrides or --hf-token: the secret is what the user hears about
-    assert "secret" in (refusal("--h", "0.19.1") or "")
+    assert "secret" in (extra_arg_refusal("--h", "0.19.1") or "")
 
 
 def test_a_long_refused_argument_is_cut_in_the_message() -> None:
-    message = refusal("--max-model-len=" + "9" * 10_000, "0.19.1")
+    message = extra_arg_refusal("--max-model-len=" + "9" * 10_000, "0.19.1")
     assert message is not None and len(message) < 400 and "…" in message
 
 
 def test_every_derived_option_and_secret_is_refused_in_its_own_spelling() -> None:
     for option in [*DERIVED, *SECRETS]:
-        assert refusal(option, "0.33.0") is not None, option
+        assert extra_arg_refusal(option, "0.33.0") is not None, option
 
 
 def _with_extra_args(args: list[str]) -> ConfigError:

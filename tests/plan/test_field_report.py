@@ -9,11 +9,11 @@ import pytest
 
 from colo.catalog import GIB
 from colo.config import StackConfig, parse_stack_config
-from colo.plan.budget import ProcessBudget
-from colo.plan.kv_cache import kv_capacity, kv_geometry
 from colo.plan.stack import make_plan
-from colo.plan.weights import estimate_weights
 from colo.vllm.checkpoint.catalog import catalog_architecture
+from colo.vllm.process.budget import ProcessBudget
+from colo.vllm.process.kv_cache import kv_capacity, kv_geometry
+from colo.vllm.process.weights import estimate_weights
 from tests.plan.conftest import field_report_raw
 
 # nvidia-smi after all pods ran, per GPU (field report, "Final measured state").

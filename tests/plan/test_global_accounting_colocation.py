@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from colo.plan.budget import size_process
-from colo.plan.colocate import GpuPlan, ServerRequest, plan_gpu
+from colo.vllm.colocate import GpuPlan, ServerRequest, plan_gpu
+from colo.vllm.process.budget import size_process
 from tests.plan.helpers import process
 
 GIB = 1024**3

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from colo.plan.kv_cache import head_slot_bytes, kv_geometry
 from colo.vllm.checkpoint.catalog import catalog_architecture
+from colo.vllm.process.kv_cache import head_slot_bytes, kv_geometry
 from colo.vllm.rules import rules_for
 
 BLOCK = 16

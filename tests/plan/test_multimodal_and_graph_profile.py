@@ -9,11 +9,11 @@ import pytest
 
 from colo.catalog import GIB
 from colo.config import parse_stack_config
-from colo.plan.activation import encoder_profile_kept_bytes
-from colo.plan.budget import graph_profile_blocks, graph_profile_kv_bytes
-from colo.plan.refusals import ServerSettings, missing_flag_refusals
 from colo.plan.stack import make_plan
 from colo.vllm.checkpoint.catalog import catalog_architecture
+from colo.vllm.process.activation import encoder_profile_kept_bytes
+from colo.vllm.process.budget import graph_profile_blocks, graph_profile_kv_bytes
+from colo.vllm.process.refusals import ServerSettings, missing_flag_refusals
 from colo.vllm.rules import rules_for
 from tests.plan.conftest import field_report_raw
 from tests.plan.helpers import process, sized

@@ -6,11 +6,11 @@ from math import ceil
 
 import pytest
 
-from colo.plan.quant_bytes import Layout, linear_checkpoint_bytes, linear_gpu_bytes
 from colo.vllm.checkpoint.quant_config import read_quantization
 from colo.vllm.checkpoint.quant_matching import ModuleRef, module_format
 from colo.vllm.checkpoint.quant_methods import quant_release, resolve_quantization
 from colo.vllm.checkpoint.quantization import QuantizationScheme, WeightFormat
+from colo.vllm.process.quant_bytes import Layout, linear_checkpoint_bytes, linear_gpu_bytes
 from tests.vllm.checkpoint.quant_fixtures import scheme_of
 
 K, N = 14336, 4096  # Llama-3-8B down_proj: inputs, outputs

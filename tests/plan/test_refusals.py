@@ -10,12 +10,17 @@ import pytest
 from colo.catalog import gpu
 from colo.cli import main
 from colo.config import parse_stack_config
-from colo.plan.engine_select import v0_fallback_features
-from colo.plan.refusals import ServerSettings, max_model_len_refusal, tensor_parallel_refusal, vllm_refusals
 from colo.plan.stack import make_plan
 from colo.stackfiles import load_stack
 from colo.vllm.checkpoint.catalog import catalog_architecture
 from colo.vllm.checkpoint.hf_config import HfConfig, context_limit
+from colo.vllm.process.engine_select import v0_fallback_features
+from colo.vllm.process.refusals import (
+    ServerSettings,
+    max_model_len_refusal,
+    tensor_parallel_refusal,
+    vllm_refusals,
+)
 from colo.vllm.rules import rules_for
 from tests.plan.helpers import process
 

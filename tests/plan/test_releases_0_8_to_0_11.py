@@ -7,10 +7,10 @@ from dataclasses import replace
 import pytest
 
 from colo.catalog import GIB
-from colo.plan.budget import size_process
-from colo.plan.cudagraph import default_capture_sizes
-from colo.plan.kv_cache import blocks_per_request, hybrid_group_size, kv_geometry
 from colo.vllm.checkpoint.catalog import catalog_architecture
+from colo.vllm.process.budget import size_process
+from colo.vllm.process.cudagraph import default_capture_sizes
+from colo.vllm.process.kv_cache import blocks_per_request, hybrid_group_size, kv_geometry
 from colo.vllm.rules import rules_for
 from tests.plan.helpers import process, sized
 

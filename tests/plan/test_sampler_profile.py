@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from colo.catalog import GIB
-from colo.plan.activation import SamplerProfile, sampler_profile
-from colo.vllm.rules import constants, rules_for
+from colo.vllm.process.activation import SamplerProfile, sampler_profile
+from colo.vllm.rules import measured_constants, rules_for
 from tests.plan.helpers import sized
 
-TABLE = constants().sampler_bytes_per_logit
+TABLE = measured_constants().sampler_bytes_per_logit
 
 
 def _profile(

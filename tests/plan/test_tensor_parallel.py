@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 
 from colo.catalog import MIB, GpuSpec, gpu
-from colo.plan.kv_cache import KvGeometry, kv_geometry, kv_heads_per_rank
-from colo.plan.tp_comm import TpCommunication, tp_communication
 from colo.vllm.checkpoint.catalog import catalog_architecture
-from colo.vllm.rules import TpCommunicationMib, constants, rules_for
+from colo.vllm.process.kv_cache import KvGeometry, kv_geometry, kv_heads_per_rank
+from colo.vllm.process.tp_comm import TpCommunication, tp_communication
+from colo.vllm.rules import TpCommunicationMib, measured_constants, rules_for
 from tests.plan.helpers import sized
 
-COMM = constants().tp_communication_mib.peer_to_peer
+COMM = measured_constants().tp_communication_mib.peer_to_peer
 
 
 def tp2(
@@ -167,7 +167,7 @@ def test_a_tp2_h100_public_log_is_matched_by_rules_not_by_a_fitted_constant() ->
 def test_ranks_without_peer_to_peer_skip_custom_all_reduce_and_stage_nccl_through_host_memory() -> None:
     """vLLM turns custom all-reduce off before allocating its buffers when the ranks lack P2P, and NCCL stages
     through host memory: the measured GPU share of its communicators is far smaller (NCCL_P2P_DISABLE=1 run)."""
-    staged = constants().tp_communication_mib.host_staged
+    staged = measured_constants().tp_communication_mib.host_staged
     direct = tp2("0.10.1.1", gpu("A100-80GB"))
     hosted = tp2("0.10.1.1", gpu("A100-80GB"), staged)
     assert hosted.in_budget < direct.in_budget / 3

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from colo.catalog import GIB
-from colo.plan.cudagraph import default_capture_sizes
-from colo.plan.kv_cache import kv_capacity, kv_geometry
 from colo.vllm.checkpoint.catalog import catalog_architecture
+from colo.vllm.process.cudagraph import default_capture_sizes
+from colo.vllm.process.kv_cache import kv_capacity, kv_geometry
 from colo.vllm.rules import rules_for
 from tests.plan.helpers import process, sized
 
@@ -24,7 +24,7 @@ def test_startup_check_compares_requested_with_free_memory_after_the_own_context
     budget = sized("Qwen/Qwen3-8B", "L40S", "0.20.2", gpu_memory_utilization=0.55)
     assert budget.startup.ok
     crowded = process("Qwen/Qwen3-8B", "L40S", "0.20.2", gpu_memory_utilization=0.55)
-    from colo.plan.budget import size_process
+    from colo.vllm.process.budget import size_process
 
     failed = size_process(crowded, free_before_bytes=int(0.9 * GIB))
     assert not failed.startup.ok

@@ -8,11 +8,11 @@ import pytest
 
 from colo.catalog import GIB, gpu
 from colo.catalog.models import catalog_ids
-from colo.plan.weights import estimate_weights
 from colo.vllm.checkpoint.architecture import ModelArchitecture
 from colo.vllm.checkpoint.catalog import catalog_architecture
 from colo.vllm.checkpoint.hf_config import from_hf_config
 from colo.vllm.checkpoint.quant_methods import QuantizationRefused
+from colo.vllm.process.weights import estimate_weights
 from tests.model_files import TINY_CONFIG
 
 WITH_EXACT_BYTES = [m for m in catalog_ids() if catalog_architecture(m).checkpoint_bytes]

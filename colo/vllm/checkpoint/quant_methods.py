@@ -193,7 +193,7 @@ def _release_where(holds: Any) -> str | None:
     return next((entry.first for entry in _releases() if holds(entry)), None)
 
 
-def check_name(name: str, version: str | None) -> None:
+def check_quantization_name(name: str, version: str | None) -> None:
     """vLLM's argparse refuses a name outside its choices; say when the release lost or has not yet got it."""
     release = quant_release(version)
     if name in release.names:
@@ -404,7 +404,7 @@ def resolve_quantization(
     native FP8, 9.0), with `--quantization flag` (None: not given). Raises QuantizationRefused with vLLM's text."""
     release = quant_release(vllm_version)
     if flag is not None:
-        check_name(flag, vllm_version)
+        check_quantization_name(flag, vllm_version)
     major, minor = capability or (9, 0)
     ctx = _Context(major * 10 + minor, model_type)
     if not scheme.quantized:

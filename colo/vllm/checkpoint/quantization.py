@@ -4,7 +4,7 @@
 from (`quant_method`, normalised as vLLM does), the weight formats and the layers each covers, the layers it
 leaves in full precision and the matching rule the method applies to that list. What the weights then take on
 the GPU depends on the kernel vLLM chooses per release and GPU: colo.vllm.checkpoint.quant_methods resolves the method,
-colo.plan.quant_bytes sizes each format.
+colo.vllm.process.quant_bytes sizes each format.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from colo.vllm.checkpoint.quant_config import read_quantization
 from colo.vllm.checkpoint.quant_methods import (
     QuantizationRefused,
     all_quantization_names,
-    check_name,
+    check_quantization_name,
     log_informed,
     quant_release,
     quantization_names,
@@ -36,18 +36,18 @@ def test_bitsandbytes_is_refused_from_0_28(version: str, accepted: bool) -> None
     assert ("bitsandbytes" in quantization_names(version)) is accepted
     if not accepted:
         with pytest.raises(QuantizationRefused, match="removed before"):
-            check_name("bitsandbytes", version)
+            check_quantization_name("bitsandbytes", version)
 
 
 def test_gguf_leaves_core_vllm_in_0_24() -> None:
-    check_name("gguf", "0.23.0")
+    check_quantization_name("gguf", "0.23.0")
     with pytest.raises(QuantizationRefused, match=r"invalid choice: 'gguf'"):
-        check_name("gguf", "0.24.0")
+        check_quantization_name("gguf", "0.24.0")
 
 
 def test_a_name_newer_than_the_release_says_when_it_arrived() -> None:
     with pytest.raises(QuantizationRefused, match=r"added in 0\.10\.1"):
-        check_name("mxfp4", "0.10.0")
+        check_quantization_name("mxfp4", "0.10.0")
 
 
 def test_nvfp4_was_renamed_modelopt_fp4_in_0_9() -> None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 
-from colo.plan.budget import ProcessBudget, ProcessSpec, capture_sizes_for
 from colo.roles import ROLES, Role
+from colo.vllm.process.budget import ProcessBudget, ProcessSpec, capture_sizes_for
 
 
 def _number(value: float) -> str:

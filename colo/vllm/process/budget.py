@@ -24,13 +24,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from math import ceil
-from typing import TYPE_CHECKING
 
 from colo.catalog import GIB, MIB, GpuSpec
-from colo.plan.activation import ActivationPeak, activation_peak, encoder_profile_kept_bytes, sampler_profile
-from colo.plan.cudagraph import GraphPlan, default_capture_sizes, graph_memory
-from colo.plan.engine_limits import EngineLimits
-from colo.plan.kv_cache import (
+from colo.vllm.calibration import AppliedCalibration
+from colo.vllm.checkpoint.architecture import ModelArchitecture
+from colo.vllm.process.activation import (
+    ActivationPeak,
+    activation_peak,
+    encoder_profile_kept_bytes,
+    sampler_profile,
+)
+from colo.vllm.process.cudagraph import GraphPlan, default_capture_sizes, graph_memory
+from colo.vllm.process.engine_limits import EngineLimits
+from colo.vllm.process.kv_cache import (
     KvCapacity,
     KvGeometry,
     kv_bytes_for_requests,
@@ -38,13 +44,9 @@ from colo.plan.kv_cache import (
     kv_geometry,
     max_model_len_for,
 )
-from colo.plan.tp_comm import TpCommunication, tp_communication
-from colo.plan.weights import estimate_weights
-from colo.vllm.checkpoint.architecture import ModelArchitecture
-from colo.vllm.rules import MeasuredConstants, VllmRules, constants
-
-if TYPE_CHECKING:
-    from colo.plan.calibration import AppliedCalibration
+from colo.vllm.process.tp_comm import TpCommunication, tp_communication
+from colo.vllm.process.weights import estimate_weights
+from colo.vllm.rules import MeasuredConstants, VllmRules, measured_constants
 
 
 @dataclass(frozen=True)
@@ -323,7 +325,7 @@ def graph_profile_kv_bytes(spec: ProcessSpec) -> int:
 
 def size_process(spec: ProcessSpec, *, free_before_bytes: int | None = None) -> ProcessBudget:
     """Size one process as vLLM would, given the free memory it finds on the GPU when it starts."""
-    consts = spec.constants or constants()
+    consts = spec.constants or measured_constants()
     gpu = spec.gpu
     total = gpu.cuda_total_bytes
     communication = _communication(spec, consts)

@@ -18,10 +18,10 @@ from math import ceil, floor
 
 from colo.catalog import MIB, GpuSpec
 from colo.errors import Problem
-from colo.plan.budget import GRAPH_PROFILE_OOM, ProcessBudget, ProcessSpec, geometry_for, size_process
-from colo.plan.cudagraph import SMALL_CAPTURE_SIZES
-from colo.plan.kv_cache import kv_bytes_for_requests, max_model_len_for
 from colo.roles import Role
+from colo.vllm.process.budget import GRAPH_PROFILE_OOM, ProcessBudget, ProcessSpec, geometry_for, size_process
+from colo.vllm.process.cudagraph import SMALL_CAPTURE_SIZES
+from colo.vllm.process.kv_cache import kv_bytes_for_requests, max_model_len_for
 
 UTIL_STEP = 1000  # utilizations are written with three decimals
 # Decode cost of eager mode, as the field report measured it (TPOT ~55 ms with graphs, 88 ms eager).

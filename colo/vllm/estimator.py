@@ -1,7 +1,8 @@
-"""One vLLM process sized from `colo estimate`'s arguments: the path the CLI and the accuracy bench share.
+"""One vLLM process (one rank) sized from a request: the memory model's public entry point.
 
-Both hand an EstimateArguments (validated with the stack schema's types) to `estimate`, so the bench scores
-exactly what a user would be told. Whatever colo cannot size is refused with the argument to blame.
+`colo estimate` and the accuracy bench validate their arguments with the stack schema's types
+(colo.config.estimate) and hand the resulting EstimateRequest here, so the bench scores exactly what a user would
+be told. Whatever colo cannot size is refused with the argument to blame.
 """
 
 from __future__ import annotations
@@ -12,16 +13,45 @@ from pathlib import Path
 from typing import Any
 
 from colo.catalog import GIB, GpuLookupError, GpuSpec, resolve_gpu
-from colo.config.estimate import EstimateArguments
-from colo.plan.budget import ProcessBudget, ProcessSpec, size_process
-from colo.plan.engine_limits import resolve_limits
-from colo.plan.refusals import ServerSettings, vllm_refusals
-from colo.plan.report import budget_view, gpu_view
 from colo.vllm.checkpoint.architecture import ModelArchitecture
 from colo.vllm.checkpoint.catalog import catalog_architecture
 from colo.vllm.checkpoint.files import architecture_from_path
 from colo.vllm.checkpoint.quant_methods import QuantizationRefused, resolve_architecture
+from colo.vllm.process.budget import ProcessBudget, ProcessSpec, size_process
+from colo.vllm.process.engine_limits import resolve_limits
+from colo.vllm.process.refusals import ServerSettings, vllm_refusals
 from colo.vllm.rules import VllmRules, kv_cache_memory_bytes_missing, rules_for
+from colo.vllm.views import budget_view, gpu_view
+
+
+@dataclass(frozen=True)
+class EstimateRequest:
+    """What to size, in vLLM's own terms: each field is the `vllm serve` flag of the same name (dashes for
+    underscores), None where the flag is left to vLLM's default; `colo estimate`'s flags are these."""
+
+    model: str  # a catalog id, or a path to a config.json or model directory
+    vllm_version: str
+    gpu: str | None = None  # any name nvidia-smi prints, or its short form
+    gpu_memory_mib: int | None = None  # the CUDA total, for a GPU the catalog lacks
+    gpu_memory_utilization: float | None = None
+    max_model_len: int | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    kv_cache_dtype: str = "auto"
+    quantization: str | None = None
+    enforce_eager: bool = False
+    pooling: bool = False  # --runner pooling
+    tensor_parallel_size: int = 1
+    kv_cache_memory_bytes: int | None = None
+    free_memory_gib: float | None = None  # what other processes leave free on the GPU before this one starts
+    num_speculative_tokens: int = 0
+    speculative_method: str | None = None
+    allow_long_max_model_len: bool = False
+    language_model_only: bool = False
+    limit_mm_per_prompt: dict[str, int] | None = None
+    skip_mm_profiling: bool = False
+    flashinfer_installed: bool = True  # the official images carry it; a pip install may not
+    peer_to_peer: bool = True  # False: tensor-parallel ranks cannot reach each other directly
 
 
 class EstimateRefused(Exception):
@@ -56,14 +86,14 @@ def _architecture(model: str) -> ModelArchitecture:
         ) from None
 
 
-def _gpu(args: EstimateArguments) -> GpuSpec:
+def _gpu(args: EstimateRequest) -> GpuSpec:
     try:
         return resolve_gpu(args.gpu, args.gpu_memory_mib)
     except GpuLookupError as exc:
         raise EstimateRefused("gpu", str(exc.args[0])) from None
 
 
-def _rules(args: EstimateArguments) -> VllmRules:
+def _rules(args: EstimateRequest) -> VllmRules:
     try:
         rules = rules_for(args.vllm_version)
     except ValueError as exc:
@@ -74,7 +104,7 @@ def _rules(args: EstimateArguments) -> VllmRules:
     return rules
 
 
-def _refuse_what_vllm_refuses(args: EstimateArguments, spec: ProcessSpec) -> None:
+def _refuse_what_vllm_refuses(args: EstimateRequest, spec: ProcessSpec) -> None:
     """A V0 fallback, a context past the model's, a TP size that does not split the heads, an unknown flag."""
     settings = ServerSettings(
         version=args.vllm_version,
@@ -93,7 +123,7 @@ def _refuse_what_vllm_refuses(args: EstimateArguments, spec: ProcessSpec) -> Non
         raise EstimateRefused(re.sub(r"[A-Z]", lambda m: "_" + m.group(0).lower(), key), refusals[0].message)
 
 
-def estimate(args: EstimateArguments, *, kv_pool_bytes: int | None = None) -> Estimate:
+def estimate(args: EstimateRequest, *, kv_pool_bytes: int | None = None) -> Estimate:
     """Size the process as vLLM would. `kv_pool_bytes` fixes the KV pool whatever the release, for
     comparisons "given the pool" (the user's way is --kv-cache-memory-bytes, where the release has it)."""
     gpu_spec = _gpu(args)
@@ -115,26 +145,25 @@ def estimate(args: EstimateArguments, *, kv_pool_bytes: int | None = None) -> Es
         max_num_seqs=args.max_num_seqs,
         max_num_batched_tokens=args.max_num_batched_tokens,
     )
-    speculative = args.speculative
     spec = ProcessSpec(
         arch=arch,
         gpu=gpu_spec,
         rules=rules,
         vllm_version=args.vllm_version,
         limits=limits,
-        pooling=args.runner == "pooling",
+        pooling=args.pooling,
         kv_cache_dtype=args.kv_cache_dtype,
         enforce_eager=args.enforce_eager,
-        num_speculative_tokens=speculative.num_speculative_tokens if speculative else 0,
-        speculative_method=speculative.method if speculative else None,
+        num_speculative_tokens=args.num_speculative_tokens,
+        speculative_method=args.speculative_method,
         gpu_memory_utilization=args.gpu_memory_utilization,
         kv_cache_memory_bytes=kv_pool_bytes if kv_pool_bytes is not None else args.kv_cache_memory_bytes,
         tensor_parallel_size=args.tensor_parallel_size,
         language_model_only=args.language_model_only,
         mm_limits=tuple(sorted((args.limit_mm_per_prompt or {}).items())),
         skip_mm_profiling=args.skip_mm_profiling,
-        flashinfer_installed=not args.without_flashinfer,
-        peer_to_peer=not args.no_peer_to_peer,
+        flashinfer_installed=args.flashinfer_installed,
+        peer_to_peer=args.peer_to_peer,
     )
     _refuse_what_vllm_refuses(args, spec)
     free = None if args.free_memory_gib is None else round(args.free_memory_gib * GIB)

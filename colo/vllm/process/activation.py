@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from colo.plan.kv_cache import kv_heads_per_rank
 from colo.vllm.checkpoint.architecture import ModelArchitecture
+from colo.vllm.process.kv_cache import kv_heads_per_rank
 from colo.vllm.rules import SamplerBytesPerLogit, VllmRules
 
 TRITON_MIN_ROWS = 8  # apply_top_k_top_p takes the Triton kernel from 8 rows (0.17-0.29)

@@ -2,9 +2,9 @@
 
 vLLM measures torch-allocated bytes after `load_model`: the weights in their on-GPU form (packed quantized
 tensors and their scales as the chosen kernel re-lays them), for every expert of an MoE model. colo builds the
-modules vLLM allocates on one tensor-parallel rank (colo.plan.weight_modules), gives each the format its
+modules vLLM allocates on one tensor-parallel rank (colo.vllm.process.weight_modules), gives each the format its
 quantization method assigns it (colo.vllm.checkpoint.quant_matching, the method resolved per release and GPU by
-colo.vllm.checkpoint.quant_methods), and sizes each (colo.plan.quant_bytes).
+colo.vllm.checkpoint.quant_methods), and sizes each (colo.vllm.process.quant_bytes).
 
 When the checkpoint's exact tensor bytes are known (safetensors headers, or an index's total_size), they replace
 the geometry's estimate of the checkpoint, and the geometry supplies only what loading changes: the per-format
@@ -19,12 +19,18 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from colo.catalog import GpuSpec
-from colo.plan.quant_bytes import Layout, linear_checkpoint_bytes, linear_gpu_bytes
-from colo.plan.weight_modules import ExpertStack, Inventory, LinearShape, module_inventory, mtp_inventory
 from colo.vllm.checkpoint.architecture import ModelArchitecture
 from colo.vllm.checkpoint.quant_matching import module_format
 from colo.vllm.checkpoint.quant_methods import ResolvedQuantization, log_informed, resolve_quantization
 from colo.vllm.checkpoint.quantization import WeightFormat
+from colo.vllm.process.quant_bytes import Layout, linear_checkpoint_bytes, linear_gpu_bytes
+from colo.vllm.process.weight_modules import (
+    ExpertStack,
+    Inventory,
+    LinearShape,
+    module_inventory,
+    mtp_inventory,
+)
 
 PARTS = (
     "embedding",

@@ -185,7 +185,7 @@ def options_set_by(arg: str, rules: ParserRules) -> set[str]:
     return _short_option(arg, rules)
 
 
-def refusal(arg: str, version: str) -> str | None:
+def extra_arg_refusal(arg: str, version: str) -> str | None:
     """Why `arg` may not stand in `extraArgs` of a server pinned to vLLM `version`; None when it may."""
     rules = parser_rules(version)
     options = sorted(options_set_by(arg, rules))

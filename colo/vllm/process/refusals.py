@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from colo.catalog import GpuSpec
-from colo.plan.engine_select import v0_fallback_features, v0_fallback_message
 from colo.vllm.checkpoint.architecture import ModelArchitecture
+from colo.vllm.process.engine_select import v0_fallback_features, v0_fallback_message
 from colo.vllm.rules import VllmRules, first_release_where
 
 ALLOW_LONG_ENV = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
