@@ -9,7 +9,15 @@ import textwrap
 
 import pytest
 
-from tests.architecture.imports import Import, colo_imports, colo_modules, cycles, module_graph, reaching_into
+from tests.architecture.imports import (
+    Import,
+    colo_imports,
+    colo_modules,
+    cycles,
+    imports_in,
+    module_graph,
+    reaching_into,
+)
 from tests.paths import REPO_ROOT
 
 # What the memory model may not know: the stack and its config, Kubernetes, AWS, Pulumi, and colo's commands.
@@ -75,6 +83,19 @@ def test_the_surface_check_sees_a_module_that_reaches_in() -> None:
     )
     found = reaching_into("colo.vllm", imports, colo_modules())
     assert found == [imports[0]]
+
+
+def test_the_memory_models_tests_need_none_of_the_stack_either() -> None:
+    """tests/vllm runs where only the memory model's own dependencies are installed."""
+    allowed_tests = ("tests.vllm", "tests.paths", "tests.model_files")
+    offending = [
+        (i.importer, i.imported)
+        for path in sorted((REPO_ROOT / "tests" / "vllm").rglob("*.py"))
+        for i in imports_in(path)
+        if _within(i.imported, FORBIDDEN_IN_VLLM)
+        or (i.imported.startswith("tests.") and not _within(i.imported, allowed_tests))
+    ]
+    assert offending == []
 
 
 def test_no_modules_import_each_other_in_a_circle() -> None:

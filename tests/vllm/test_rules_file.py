@@ -20,7 +20,7 @@ from colo.vllm.rules import (
     rules_for,
     same_release,
 )
-from tests.plan.helpers import process
+from tests.vllm.helpers import process
 
 
 def _raw() -> dict[str, Any]:

@@ -9,7 +9,7 @@ from colo.vllm.checkpoint.catalog import catalog_architecture
 from colo.vllm.process.cudagraph import default_capture_sizes
 from colo.vllm.process.kv_cache import kv_capacity, kv_geometry
 from colo.vllm.rules import rules_for
-from tests.plan.helpers import process, sized
+from tests.vllm.helpers import process, sized
 
 
 def test_requested_memory_is_rounded_up_from_014_and_a_plain_product_before() -> None:

@@ -3,13 +3,8 @@ derives, and no secret, gets through; every other option is left to vLLM."""
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 
-from colo.config import parse_stack_config
-from colo.errors import ConfigError
-from colo.stackfiles import load_stack
 from colo.vllm.extra_args import DERIVED, SECRETS, extra_arg_refusal, options_set_by, parser_rules
 
 # Every release whose sources the parser rules were read from.
@@ -206,18 +201,3 @@ def test_a_long_refused_argument_is_cut_in_the_message() -> None:
 def test_every_derived_option_and_secret_is_refused_in_its_own_spelling() -> None:
     for option in [*DERIVED, *SECRETS]:
         assert extra_arg_refusal(option, "0.33.0") is not None, option
-
-
-def _with_extra_args(args: list[str]) -> ConfigError:
-    raw = copy.deepcopy(load_stack("local").values)
-    raw["pairs"][0]["llm"]["extraArgs"] = args
-    with pytest.raises(ConfigError) as caught:
-        parse_stack_config(raw)
-    return caught.value
-
-
-def test_the_stack_config_refuses_each_bad_entry_at_its_own_index() -> None:
-    error = _with_extra_args(["--enable-prefix-caching", "--gpu_memory_utilization=0.99", "-tp", "2"])
-    paths = {p.path: p.message for p in error.problems}
-    assert set(paths) == {"colo:pairs[0].llm.extraArgs[1]", "colo:pairs[0].llm.extraArgs[2]"}
-    assert "vLLM 0.19.1 reads '-tp'" in paths["colo:pairs[0].llm.extraArgs[2]"]

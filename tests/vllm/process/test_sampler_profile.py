@@ -8,7 +8,7 @@ import pytest
 from colo.catalog import GIB
 from colo.vllm.process.activation import SamplerProfile, sampler_profile
 from colo.vllm.rules import measured_constants, rules_for
-from tests.plan.helpers import sized
+from tests.vllm.helpers import sized
 
 TABLE = measured_constants().sampler_bytes_per_logit
 

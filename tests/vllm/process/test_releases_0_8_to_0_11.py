@@ -12,7 +12,7 @@ from colo.vllm.process.budget import size_process
 from colo.vllm.process.cudagraph import default_capture_sizes
 from colo.vllm.process.kv_cache import blocks_per_request, hybrid_group_size, kv_geometry
 from colo.vllm.rules import rules_for
-from tests.plan.helpers import process, sized
+from tests.vllm.helpers import process, sized
 
 
 def test_up_to_090_the_kv_pool_is_util_times_total_minus_everything_on_the_device() -> None:

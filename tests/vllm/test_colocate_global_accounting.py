@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from colo.vllm.colocate import GpuPlan, ServerRequest, plan_gpu
 from colo.vllm.process.budget import size_process
-from tests.plan.helpers import process
+from tests.vllm.helpers import process
 
 GIB = 1024**3
 

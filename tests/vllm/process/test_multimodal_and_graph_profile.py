@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import copy
-import json
-
 import pytest
 
 from colo.catalog import GIB
-from colo.config import parse_stack_config
-from colo.plan.stack import make_plan
 from colo.vllm.checkpoint.catalog import catalog_architecture
 from colo.vllm.process.activation import encoder_profile_kept_bytes
 from colo.vllm.process.budget import graph_profile_blocks, graph_profile_kv_bytes
 from colo.vllm.process.refusals import ServerSettings, missing_flag_refusals
 from colo.vllm.rules import rules_for
-from tests.plan.conftest import field_report_raw
-from tests.plan.helpers import process, sized
+from tests.vllm.helpers import process, sized
 
 MOE = "Qwen/Qwen3.6-35B-A3B-FP8"
 TEXT_ONLY_LIMITS = (("image", 0), ("video", 0))
@@ -50,20 +44,6 @@ def test_the_profiled_image_keeps_its_pixels_and_outputs_alive() -> None:
     kept = encoder_profile_kept_bytes(catalog_architecture(MOE))
     assert kept == 65536 * 1536 * 2 + 16384 * 2048 * 2
     assert encoder_profile_kept_bytes(catalog_architecture("Qwen/Qwen3-8B")) == 0
-
-
-def test_the_multimodal_keys_reach_vllm_as_flags() -> None:
-    raw = field_report_raw()
-    llm = next(p for p in raw["pairs"] if "moe" in p["name"])["llm"]
-    llm.update({"limitMmPerPrompt": {"image": 0, "video": 0}, "skipMmProfiling": True})
-    plan = make_plan(parse_stack_config(raw))
-    args = list(next(p for p in plan.pairs if "moe" in p.name).llm.args)
-    assert json.loads(args[args.index("--limit-mm-per-prompt") + 1]) == {"image": 0, "video": 0}
-    assert "--skip-mm-profiling" in args
-    raw = copy.deepcopy(field_report_raw())
-    next(p for p in raw["pairs"] if "moe" in p["name"])["llm"]["languageModelOnly"] = True
-    args = list(next(p for p in make_plan(parse_stack_config(raw)).pairs if "moe" in p.name).llm.args)
-    assert "--language-model-only" in args
 
 
 @pytest.mark.parametrize(
@@ -111,15 +91,3 @@ def test_the_reports_moe_pair_cannot_profile_default_graphs_after_its_weights() 
         gpu_memory_utilization=0.87,
     )
     assert graph_profile_kv_bytes(spec) == 512 * 23_789_568
-    raw = field_report_raw(moe_eager=False)
-    plan = make_plan(parse_stack_config(raw))
-    moe = next(p for p in plan.pairs if p.name == "qwen35b-moe").llm.memory_plan
-    assert moe.graph_decision != "captured (default sizes)"
-    raw = field_report_raw(moe_eager=False)
-    next(p for p in raw["pairs"] if "moe" in p["name"])["llm"]["enforceEager"] = False
-    plan = make_plan(parse_stack_config(raw))
-    problem = next(p for p in plan.problems if p.path == "colo:pairs[1].llm")
-    assert problem.message.startswith(
-        "torch.OutOfMemoryError: CUDA out of memory while profiling CUDA-graph memory"
-    )
-    assert "enforceEager: true" in problem.message

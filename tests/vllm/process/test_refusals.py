@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import copy
 from dataclasses import replace
 
 import pytest
 
 from colo.catalog import gpu
-from colo.cli import main
-from colo.config import parse_stack_config
-from colo.plan.stack import make_plan
-from colo.stackfiles import load_stack
 from colo.vllm.checkpoint.catalog import catalog_architecture
 from colo.vllm.checkpoint.hf_config import HfConfig, context_limit
 from colo.vllm.process.engine_select import v0_fallback_features
@@ -22,7 +17,7 @@ from colo.vllm.process.refusals import (
     vllm_refusals,
 )
 from colo.vllm.rules import rules_for
-from tests.plan.helpers import process
+from tests.vllm.helpers import process
 
 
 def _features(model: str, gpu_name: str, version: str, **kwargs: object) -> list[str]:
@@ -100,16 +95,6 @@ def test_speculative_methods_stay_on_v1_only_where_the_release_lists_them(
     assert (
         _features("Qwen/Qwen3-8B", "H100-SXM", version, speculative_method=method) == ["Speculative Decoding"]
     ) is v0
-
-
-def test_a_pair_whose_embedder_would_run_v0_is_refused_at_its_version() -> None:
-    raw = copy.deepcopy(load_stack("dev").values)
-    pair = raw["pairs"][0]
-    pair["embedding"]["model"] = "BAAI/bge-m3"
-    pair["embedding"]["vllm"] = {"version": "0.10.0"}
-    plan = make_plan(parse_stack_config(raw))
-    problem = next(p for p in plan.problems if p.path == "colo:pairs[0].embedding.vllm.version")
-    assert "['XLMRobertaModel'] is not supported by the V1 Engine. Falling back to V0." in problem.message
 
 
 def _settings(max_model_len: int | None, version: str = "0.20.0", allow: bool = False) -> ServerSettings:
@@ -195,24 +180,3 @@ def test_refusals_are_collected_together_with_their_keys() -> None:
         ServerSettings(version="0.9.1", pooling=True, max_model_len=65536, tensor_parallel_size=3),
     )
     assert [r.key for r in refusals] == ["vllm.version", "maxModelLen", "tensorParallelSize"]
-
-
-def test_estimate_refuses_a_context_past_the_models_naming_the_flag(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    argv = ["estimate", "--model", "Qwen/Qwen3-8B", "--gpu", "L40S", "--vllm-version", "0.20.0"]
-    assert main([*argv, "--max-model-len", "65536"]) == 2
-    assert "--max-model-len" in capsys.readouterr().err
-    assert main([*argv, "--max-model-len", "65536", "--allow-long-max-model-len", "--json"]) in (0, 1)
-
-
-def test_a_stack_that_allows_a_long_context_passes_the_variable_to_vllm() -> None:
-    raw = copy.deepcopy(load_stack("dev").values)
-    llm = raw["pairs"][0]["llm"]
-    llm["maxModelLen"] = 2 * 40960
-    assert any(p.path.endswith("llm.maxModelLen") for p in make_plan(parse_stack_config(raw)).problems)
-    llm["allowLongMaxModelLen"] = True
-    plan = make_plan(parse_stack_config(raw))
-    assert not any("User-specified max_model_len" in p.message for p in plan.problems)
-    if plan.pairs:
-        assert ("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "1") in plan.pairs[0].llm.env

@@ -11,7 +11,7 @@ from colo.vllm.checkpoint.quant_methods import QuantizationRefused
 from colo.vllm.colocate import ServerRequest, plan_gpu
 from colo.vllm.process.budget import size_process
 from colo.vllm.rules import releases
-from tests.plan.helpers import process
+from tests.vllm.helpers import process
 
 VERSIONS = sorted({r.first for r in releases()} | {r.last for r in releases()})
 DECODERS = [m for m in catalog_ids() if m != "BAAI/bge-m3"]

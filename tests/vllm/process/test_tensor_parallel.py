@@ -12,7 +12,7 @@ from colo.vllm.checkpoint.catalog import catalog_architecture
 from colo.vllm.process.kv_cache import KvGeometry, kv_geometry, kv_heads_per_rank
 from colo.vllm.process.tp_comm import TpCommunication, tp_communication
 from colo.vllm.rules import TpCommunicationMib, measured_constants, rules_for
-from tests.plan.helpers import sized
+from tests.vllm.helpers import sized
 
 COMM = measured_constants().tp_communication_mib.peer_to_peer
 
