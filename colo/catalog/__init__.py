@@ -1,4 +1,4 @@
-"""Catalogs: GPUs, model architectures and vLLM memory rules, kept as data files with sources."""
+"""Catalogs: GPUs, instance types, prices and model configs, kept as data files with a source for every number."""
 
 from __future__ import annotations
 
