@@ -23,8 +23,12 @@ from colo.vllm import EstimateRefused, estimate, estimate_view, supported_range
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--model", required=True, help="catalog model id, a config.json, or a model directory"
+        "--model",
+        required=True,
+        help="a config.json or model directory, else a Hugging Face id: colo's catalog, then the Hub (HF_ENDPOINT, "
+        "HF_TOKEN, HF_HUB_OFFLINE and HF_HOME as huggingface_hub reads them)",
     )
+    parser.add_argument("--revision", help="the Hub revision (branch, tag or commit) a Hub id is read at")
     parser.add_argument(
         "--gpu",
         help=f"the GPU as nvidia-smi names it or its short form ({', '.join(gpu_names())}); for another GPU "

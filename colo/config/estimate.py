@@ -14,6 +14,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from colo.config.schema import (
     GpuMemoryMiB,
     GpuMemoryUtilization,
+    HubRevision,
     KvCacheDtype,
     KvCacheMemoryBytes,
     MaxModelLen,
@@ -41,6 +42,7 @@ class EstimateArguments(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
     model: str = Field(min_length=1)
+    revision: HubRevision | None = None
     gpu: str | None = None
     gpu_memory_mib: GpuMemoryMiB | None = None
     vllm_version: VllmVersion
@@ -86,6 +88,7 @@ class EstimateArguments(BaseModel):
         speculative = self.speculative
         return EstimateRequest(
             model=self.model,
+            revision=self.revision,
             vllm_version=self.vllm_version,
             gpu=self.gpu,
             gpu_memory_mib=self.gpu_memory_mib,

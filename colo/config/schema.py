@@ -17,6 +17,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SecretStr,
     ValidationError,
     field_validator,
     model_validator,
@@ -106,6 +107,7 @@ ExtraArg = Annotated[CliText, AfterValidator(_plain_argument)]
 # The limits a stack key and a `colo estimate` flag share (colo.config.estimate): each is defined once here.
 MaxModelLen = Annotated[int, Field(ge=16, le=10_000_000)]
 MaxNumSeqs = Annotated[int, Field(ge=1, le=65_536)]
+HubRevision = Annotated[str, _checked(formats.hub_revision)]  # a branch, tag or commit the Hub resolves
 MmLimits = dict[str, Annotated[int, Field(ge=0, le=1024)]]  # --limit-mm-per-prompt items by modality
 MaxNumBatchedTokens = Annotated[int, Field(ge=16, le=10_000_000)]
 # vLLM accepts (0, 1]: vllm 0.33.0 config/cache.py::CacheConfig (Field(gt=0, le=1)).
@@ -227,6 +229,12 @@ class ServerSpec(_Model):
 
     model: Annotated[str, _checked(formats.model_id)] = Field(
         description="Hugging Face model id; also the served model name"
+    )
+    revision: HubRevision | None = Field(
+        default=None,
+        description="The Hub revision the model is read at (a branch, tag or commit): colo sizes the commit it "
+        "resolves to and passes that commit to vLLM (--revision), so the servers load what was planned; omitted = "
+        "the main branch as it is at plan time and at start-up, which the plan warns about",
     )
     profile: (
         Annotated[str, Field(min_length=1, max_length=MAX_PATH_CHARS), AfterValidator(_s3_or_path)] | None
@@ -637,6 +645,13 @@ class StackConfig(_Model):
     observability: Observability = Observability()
     pairs: Annotated[list[Pair], Field(max_length=1000)]
     hf_token_set: bool = Field(default=False, description="True when the secret colo:hfToken is present")
+    hub_token: SecretStr | None = Field(
+        default=None,
+        exclude=True,
+        repr=False,
+        description="colo:hfToken's value where the Pulumi engine hands it over, for reading gated models from the "
+        "Hub at plan time (HF_TOKEN otherwise); never written anywhere",
+    )
     vllm_api_key_set: bool = Field(
         default=False, description="True when the secret colo:vllmApiKey is present"
     )

@@ -23,6 +23,8 @@ from colo.vllm.checkpoint.files import (
     architecture_from_path,
     parse_config_json,
 )
+from colo.vllm.checkpoint.hub import HubError, HubModel
+from colo.vllm.checkpoint.named import named_model
 from colo.vllm.checkpoint.quant_methods import (
     QuantizationRefused,
     all_kv_cache_dtypes,
@@ -67,6 +69,8 @@ __all__ = [
     "EstimateRefused",
     "EstimateRequest",
     "GpuPlan",
+    "HubError",
+    "HubModel",
     "ModelArchitecture",
     "Observation",
     "ProcessBudget",
@@ -93,6 +97,7 @@ __all__ = [
     "in_gib",
     "kv_cache_memory_bytes_missing",
     "measured_constants",
+    "named_model",
     "parameter_parts",
     "parse_config_json",
     "parse_header",

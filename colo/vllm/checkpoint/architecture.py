@@ -52,6 +52,7 @@ class VisionGeometry:
     out_hidden_size: int
     deepstack_layers: int = 0  # deepstack_visual_indexes: extra encoder outputs handed to the decoder
     modalities: tuple[str, ...] = ("image",)
+    max_pixels: int | None = None  # preprocessor_config.json's largest image; None: the processor's default
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,10 @@ class ModelArchitecture:
     derived_max_model_len: float | None = None  # None: max_position_embeddings
     max_model_len_key: str = "max_position_embeddings"
     model_max_length: int | None = None
+    # sentence_bert_config.json (a sentence-transformers model): its max_seq_length replaces the derived length
+    # where the release takes the file (`get_sentence_transformer_tokenizer_config`); do_lower_case was once required.
+    encoder_max_seq_length: int | None = None
+    encoder_config_has_do_lower_case: bool = False
     tie_word_embeddings: bool = False
     attention_bias: bool = False
     attn_output_gate: bool = False  # q_proj also emits a per-head output gate (Qwen3-Next, Qwen3.5/3.6)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from colo.catalog import GpuSpec
 from colo.vllm.checkpoint.architecture import ModelArchitecture
+from colo.vllm.process.engine_limits import derived_max_model_len
 from colo.vllm.process.engine_select import v0_fallback_features, v0_fallback_message
 from colo.vllm.rules import VllmRules, first_release_where
 
@@ -44,7 +45,9 @@ def max_model_len_refusal(
     """`_get_and_verify_max_len` (vllm 0.8.0 config.py .. 0.33.0 config/model.py): a user max_model_len above
     the derived one is refused unless the config's model_max_length allows it or the override is set."""
     wanted = settings.max_model_len
-    limit = arch.max_model_len_limit  # an int, or a float after a RoPE factor (vLLM prints 131072.0)
+    limit = derived_max_model_len(
+        arch, rules
+    )  # an int, or a float after a RoPE factor (vLLM prints 131072.0)
     if wanted is None or wanted <= limit or settings.allow_long_max_model_len:
         return None
     if arch.model_max_length is not None and wanted <= arch.model_max_length:
