@@ -69,6 +69,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--skip-mm-profiling", action="store_true", help="tower built, not profiled (0.10.1+)"
     )
     parser.add_argument(
+        "--trust-remote-code", action="store_true", help="let vLLM run the repository's own code (auto_map)"
+    )
+    parser.add_argument(
         "--without-flashinfer",
         action="store_true",
         help="vLLM installed without FlashInfer (a plain pip install of a release that does not require it); "

@@ -63,6 +63,7 @@ class EstimateArguments(BaseModel):
     language_model_only: bool = False
     limit_mm_per_prompt: MmLimits | None = None
     skip_mm_profiling: bool = False
+    trust_remote_code: bool = False
     without_flashinfer: bool = False
     no_peer_to_peer: bool = False
 
@@ -109,6 +110,7 @@ class EstimateArguments(BaseModel):
             language_model_only=self.language_model_only,
             limit_mm_per_prompt=dict(self.limit_mm_per_prompt) if self.limit_mm_per_prompt else None,
             skip_mm_profiling=self.skip_mm_profiling,
+            trust_remote_code=self.trust_remote_code,
             flashinfer_installed=not self.without_flashinfer,
             peer_to_peer=not self.no_peer_to_peer,
         )

@@ -278,6 +278,11 @@ class ServerSpec(_Model):
         default=False,
         description="--skip-mm-profiling (vLLM >= 0.10.1): the vision encoder is built but not profiled",
     )
+    trust_remote_code: bool = Field(
+        default=False,
+        description="--trust-remote-code: vLLM may run the repository's own code (a config.json with auto_map whose "
+        "architecture vLLM does not implement); colo sizes the architecture config.json declares",
+    )
     enforce_eager: Literal["auto"] | bool = "auto"
     cudagraph_capture_sizes: (
         Annotated[list[Annotated[int, Field(ge=1, le=65_536)]], Field(max_length=1024)] | None

@@ -191,6 +191,7 @@ def refusal_problems(checked: list[CheckedServer], gpu_spec: GpuSpec) -> list[Pr
             allow_long_max_model_len=spec.allow_long_max_model_len,
             language_model_only=spec.language_model_only,
             skip_mm_profiling=spec.skip_mm_profiling,
+            trust_remote_code=spec.trust_remote_code,
         )
         for refusal in vllm_refusals(server.rules, server.arch, gpu_spec, settings):
             problems.append(Problem(f"{server.path}.{refusal.key}", refusal.message))
@@ -281,6 +282,7 @@ def server_args(pair_name: str, checked: CheckedServer, memory_plan: ServerPlan)
         model_path=model_path,
         extra_args=server.extra_args,
         revision=loaded_revision(checked),
+        trust_remote_code=server.trust_remote_code,
     )
     return tuple(args)
 

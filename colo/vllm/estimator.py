@@ -52,6 +52,7 @@ class EstimateRequest:
     language_model_only: bool = False
     limit_mm_per_prompt: dict[str, int] | None = None
     skip_mm_profiling: bool = False
+    trust_remote_code: bool = False  # --trust-remote-code
     flashinfer_installed: bool = True  # the official images carry it; a pip install may not
     peer_to_peer: bool = True  # False: tensor-parallel ranks cannot reach each other directly
 
@@ -119,6 +120,7 @@ def _refuse_what_vllm_refuses(args: EstimateRequest, spec: ProcessSpec) -> None:
         allow_long_max_model_len=args.allow_long_max_model_len,
         language_model_only=args.language_model_only,
         skip_mm_profiling=args.skip_mm_profiling,
+        trust_remote_code=args.trust_remote_code,
     )
     refusals = vllm_refusals(spec.rules, spec.arch, spec.gpu, settings)
     if refusals:

@@ -26,6 +26,7 @@ def vllm_arguments(
     model_path: str,
     extra_args: list[str],
     revision: str | None = None,
+    trust_remote_code: bool = False,
 ) -> list[str]:
     """`revision`: the Hub commit the budget was sized for, which vLLM then downloads (its tokenizer follows
     the model's revision unless told otherwise: vllm 0.8.5 config.py::ModelConfig.__init__, 0.20.0
@@ -51,6 +52,8 @@ def vllm_arguments(
     ]
     if revision is not None:
         args += ["--revision", revision]
+    if trust_remote_code:
+        args.append("--trust-remote-code")
     if spec.arch.quantization_flag is not None:
         args += ["--quantization", spec.arch.quantization_flag]
     if spec.kv_cache_memory_bytes is not None:

@@ -13,11 +13,21 @@ import yaml
 
 from colo.cli import main
 from colo.stackfiles import load_stack
+from colo.vllm.architectures import releases_knowing
 from colo.vllm.checkpoint import hub as hub_module
-from tests.hub.fixtures import public_repo, sources
+from tests.hub.fixtures import HUB_FILES, public_repo, sources
 from tests.hub.plugin import GGUF_ONLY, SHARDED, HubRun
 
-PUBLIC = sorted(sources())
+# Every release that registers Mllama runs it on the V0 engine, whose accounting colo does not mirror.
+V0_ONLY = {"meta-llama/Llama-3.2-90B-Vision-Instruct"}
+PUBLIC = sorted(set(sources()) - V0_ONLY)
+
+
+def serving_release(model: str) -> str:
+    """The newest mirrored release whose registry serves the model's architecture."""
+    config = json.loads((HUB_FILES / model / "config.json").read_text())
+    (architecture,) = config["architectures"]
+    return releases_knowing(architecture)[-1][1]
 
 
 @pytest.fixture(autouse=True)
@@ -27,8 +37,10 @@ def fresh_reads() -> Iterator[None]:
     hub_module._read.cache_clear()
 
 
-def estimate(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, object] | str]:
-    code = main(["estimate", "--gpu", "H200", "--vllm-version", "0.22.0", *argv])
+def estimate(
+    capsys: pytest.CaptureFixture[str], *argv: str, release: str = "0.22.0"
+) -> tuple[int, dict[str, object] | str]:
+    code = main(["estimate", "--gpu", "H200", "--vllm-version", release, *argv])
     out, err = capsys.readouterr()
     return code, (json.loads(out) if code in (0, 1) else err)
 
@@ -46,7 +58,7 @@ def stack_file(tmp_path: Path, model: str, **llm: object) -> Path:
 def test_colo_estimate_sizes_every_public_model_from_the_hub(
     model: str, local_hub: HubRun, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, view = estimate(capsys, "--model", model, "--max-model-len", "2048")
+    code, view = estimate(capsys, "--model", model, "--max-model-len", "2048", release=serving_release(model))
     assert code in (0, 1) and isinstance(view, dict), view
     assert view["model_source"] == {
         "kind": "hub",
@@ -62,7 +74,8 @@ def test_colo_estimate_sizes_every_public_model_from_the_hub(
 def test_colo_plan_sizes_every_public_model_from_the_hub_in_a_stack(
     model: str, local_hub: HubRun, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["plan", "--config", str(stack_file(tmp_path, model)), "--format", "json"])
+    release = {"version": serving_release(model)}
+    code = main(["plan", "--config", str(stack_file(tmp_path, model, vllm=release)), "--format", "json"])
     out, err = capsys.readouterr()
     assert code in (0, 1), err
     llm = json.loads(out)["pairs"][0]["servers"][-1] if code == 0 else None
@@ -72,6 +85,14 @@ def test_colo_plan_sizes_every_public_model_from_the_hub_in_a_stack(
         assert any(
             "do not fit" in p["message"] or "KV cache" in p["message"] for p in json.loads(out)["problems"]
         )
+
+
+@pytest.mark.parametrize("model", sorted(V0_ONLY))
+def test_a_public_model_only_v0_serves_is_refused_in_vllms_words(
+    model: str, local_hub: HubRun, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, err = estimate(capsys, "--model", model, release=serving_release(model))
+    assert code == 2 and "is not supported by the V1 Engine. Falling back to V0." in str(err)
 
 
 def test_estimate_reads_the_revision_it_is_given(

@@ -103,6 +103,7 @@ class ModelArchitecture:
     quant_scheme: QuantizationScheme = UNQUANTIZED  # the checkpoint's block: formats, targets, ignore list
     quantization_flag: str | None = None  # `--quantization` as given (None: vLLM reads the checkpoint)
     model_type: str = ""  # config.json model_type: some overrides depend on it (gpt_oss)
+    has_auto_map: bool = False  # config.json names the repository's own classes (trust_remote_code territory)
     checkpoint_bytes: int | None = None  # exact bytes of the weights when read from safetensors headers
     checkpoint_bytes_by_part: Mapping[str, int] = field(default_factory=dict)
     source: str = ""

@@ -431,5 +431,6 @@ def from_hf_config(
         quantization=quantization.method,
         quant_scheme=quantization,
         model_type=str(config.top.get("model_type") or config.text.get("model_type") or ""),
+        has_auto_map=isinstance(config.top.get("auto_map"), Mapping),
         source=source,
     )

@@ -1,5 +1,6 @@
-"""What vLLM refuses before it sizes anything, in its own words: an engine colo does not mirror, a context
-longer than the model's, a tensor-parallel size that does not split the heads.
+"""What vLLM refuses before it sizes anything, in its own words: an architecture the release does not register,
+an engine colo does not mirror, a context longer than the model's, a tensor-parallel size that does not split the
+heads.
 
 Each refusal names the config key it belongs to (the stack's camelCase name), so `colo plan` and
 `colo estimate` can point at the setting to change.
@@ -10,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from colo.catalog import GpuSpec
+from colo.vllm.architectures import architecture_refusal
 from colo.vllm.checkpoint.architecture import ModelArchitecture
 from colo.vllm.process.engine_limits import derived_max_model_len
 from colo.vllm.process.engine_select import v0_fallback_features, v0_fallback_message
@@ -37,6 +39,7 @@ class ServerSettings:
     allow_long_max_model_len: bool = False  # the stack sets VLLM_ALLOW_LONG_MAX_MODEL_LEN=1
     language_model_only: bool = False
     skip_mm_profiling: bool = False
+    trust_remote_code: bool = False  # --trust-remote-code: the repository's own code may run
 
 
 def max_model_len_refusal(
@@ -124,6 +127,16 @@ def vllm_refusals(
 ) -> list[Refusal]:
     """Everything vLLM would refuse (or, for the engine, run elsewhere) before the memory budget applies."""
     refusals: list[Refusal] = []
+    unserved = architecture_refusal(
+        settings.version,
+        [arch.architecture],
+        has_auto_map=arch.has_auto_map,
+        trust_remote_code=settings.trust_remote_code,
+        pooling=settings.pooling,
+        model=arch.model_id,
+    )
+    if unserved is not None:
+        return [Refusal(unserved.key, unserved.message)]  # nothing else matters for a model vLLM cannot load
     features = v0_fallback_features(
         rules,
         arch,
