@@ -190,6 +190,11 @@ def serve_cli(release: str) -> ServeCli:
 class _Crash(Exception):
     """vLLM's own rewriting raises before argparse runs: the process dies with a traceback."""
 
+    def __init__(self, error: str, arg: str) -> None:
+        super().__init__(error)
+        self.error = error
+        self.arg = arg  # the argument (as rewritten) it failed on
+
 
 _BEFORE_DOT = re.compile(r"(?<=--)[^\.]*")
 _HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
@@ -289,7 +294,7 @@ def _dotted_entry(args: list[str], i: int, rules: Rewriting) -> tuple[str, str, 
         name, text = arg.split("=", 1)
         return None if "." not in name else (name, text, False)  # None: the `.` was in the value
     if i + 1 >= len(args):
-        raise _Crash("IndexError: list index out of range")  # vLLM reads args[i + 1] unguarded
+        raise _Crash("IndexError: list index out of range", arg)  # vLLM reads args[i + 1] unguarded
     return arg, args[i + 1], True
 
 
@@ -592,7 +597,12 @@ def serve_args_refusal(
         rewritten = rewrite(argv, table.rewriting)
         _, tokens = _build(table).parse_known_args(rewritten)
     except _Crash as crash:
-        return ServeArgsRefusal(f"FlexibleArgumentParser.parse_args raises {crash}", 1, None)
+        return ServeArgsRefusal(
+            f"FlexibleArgumentParser.parse_args raises {crash.error}: it reads '{crash.arg}' as a dotted "
+            "JSON key and finds no value after it",
+            1,
+            _index_for_token(crash.arg, extra, table.rewriting),
+        )
     except _Exited as exited:
         helps = [o for o in table.options.values() if o.action == "help"]
         index = next((i for i, a in enumerate(extra) for o in helps if _selects(a, o, table)), None)

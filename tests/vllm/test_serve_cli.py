@@ -263,8 +263,10 @@ def test_dotted_keys_become_one_json_argument_from_0_9_0() -> None:
 def test_a_negative_decimal_reads_as_a_dotted_key_from_0_9_2_and_crashes_the_rewriting() -> None:
     assert refusal("0.9.1", "--swap-space", "-1.5") is None
     refused = refusal("0.9.2", "--swap-space", "-1.5")
-    assert refused is not None and refused.exit_status == 1
-    assert "IndexError: list index out of range" in refused.message
+    assert refused is not None and (refused.exit_status, refused.index) == (1, 1)
+    assert refused.message.startswith(
+        "FlexibleArgumentParser.parse_args raises IndexError: list index out of"
+    )
 
 
 def test_o_is_rewritten_as_each_release_rewrites_it() -> None:
