@@ -774,6 +774,29 @@ def rewriting(parser: Any) -> dict[str, str]:
     return features
 
 
+def omni_exit() -> str | None:
+    """What the release's `vllm` entry point (vllm/entrypoints/cli/main.py::main, 0.20+) logs before exiting 1
+    when `--omni` stands anywhere on the command line and vllm-omni is not installed (the official images)."""
+    spec = importlib.util.find_spec("vllm.entrypoints.cli.main")
+    assert spec is not None and spec.origin is not None
+    tree = ast.parse(Path(spec.origin).read_text())
+    checks_argv = any(
+        isinstance(node, ast.Compare) and isinstance(node.left, ast.Constant) and node.left.value == "--omni"
+        for node in ast.walk(tree)
+    )
+    for node in ast.walk(tree):
+        if (
+            checks_argv
+            and isinstance(node, ast.Call)
+            and getattr(node.func, "attr", "") == "error"
+            and node.args
+        ):
+            said = node.args[0]
+            if isinstance(said, ast.Constant) and isinstance(said.value, str) and "--omni" in said.value:
+                return said.value
+    return None
+
+
 def task_hint(parser: Any) -> str | None:
     """The hint the release's FlexibleArgumentParser.error adds to "unrecognized arguments: --task ..."."""
     outcome = parse_outcome(parser, ["serve", MODEL, "--task", "embed"])
@@ -834,6 +857,7 @@ def child(sources: Path | None, release: str) -> None:
     table["top"] = sorted(parser._option_string_actions)
     table["rewriting"] = rewriting(parser)
     table["task_hint"] = task_hint(parser)
+    table["omni_exit"] = omni_exit()
     replaced = (
         dict(sorted(finder.replaced.items())) if finder else dict.fromkeys(no_driver.stood_in, "compiled")
     )
@@ -956,7 +980,8 @@ def write_table(results: dict[str, dict[str, Any]]) -> None:
         table = entry.pop("_table")
         item: dict[str, Any] = {"first": entry["first"], "last": entry["last"], "source": entry["source"]}
         parser = {
-            k: table[k] for k in ("prog", "allow_abbrev", "positionals", "top", "rewriting", "task_hint")
+            k: table[k]
+            for k in ("prog", "allow_abbrev", "positionals", "top", "rewriting", "task_hint", "omni_exit")
         }
         if previous is None:
             item["parser"] = parser

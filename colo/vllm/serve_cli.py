@@ -79,6 +79,7 @@ class ServeCli:
     top: tuple[str, ...]  # the `vllm` parser's own options (-h, -v)
     rewriting: Rewriting
     task_hint: str | None
+    omni_exit: str | None  # what main() logs before exiting 1 on `--omni` without vllm-omni (0.20+)
     types: Mapping[str, TypeRule]
     options: Mapping[str, OptionRule]
 
@@ -158,6 +159,7 @@ def parse_table(data: Mapping[str, Any]) -> tuple[ServeCli, ...]:
                 top=tuple(parser["top"]),
                 rewriting=Rewriting(**parser["rewriting"]),
                 task_hint=parser["task_hint"],
+                omni_exit=parser["omni_exit"],
                 types={name: TypeRule(**rule) for name, rule in types.items()},
                 options={name: _option(name, rule) for name, rule in options.items()},
             )
@@ -593,6 +595,8 @@ def serve_args_refusal(
     extra = [str(arg) for arg in extra_args]
     table = serve_cli(release)
     argv = ["serve", *colo_args, *extra]
+    if table.omni_exit and "--omni" in argv:  # main() looks for it before any parsing
+        return ServeArgsRefusal(table.omni_exit, 1, extra.index("--omni") if "--omni" in extra else None)
     try:
         rewritten = rewrite(argv, table.rewriting)
         _, tokens = _build(table).parse_known_args(rewritten)

@@ -353,3 +353,14 @@ def test_choices_built_from_an_unordered_set_accept_either_list_and_say_so() -> 
     refused = refusal("0.8.5", "--guided-decoding-backend", "bogus")
     assert refused is not None and "invalid choice: 'bogus'" in refused.message
     assert "each process accepts one of two lists" in refused.notes[0]
+
+
+def test_omni_anywhere_on_the_line_exits_before_parsing_from_0_20() -> None:
+    assert message("0.19.1", "--omni") == "vllm: error: unrecognized arguments: --omni"
+    refused = refusal("0.20.0", "--seed", "1", "--omni")
+    assert refused is not None
+    assert (refused.message, refused.exit_status, refused.index) == (
+        "--omni flag requires a valid instance of vllm-omni to be installed.",
+        1,
+        2,
+    )
