@@ -26,7 +26,7 @@ from typing import Any, NoReturn
 
 import yaml
 
-from colo.catalog.vllm_rules import newest_range_from, release_key
+from colo.vllm.rules import newest_range_from, release_key
 
 TABLE_FILE = Path(__file__).with_name("serve_cli.yaml")
 Nargs = int | str | None  # argparse's: None (one value), 0 (a switch), '?', '*', '+', or a count

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from colo.catalog.vllm_rules import release_key
+from colo.vllm.rules import release_key
 from colo.vllm.serve_cli import (
     ServeArgsRefusal,
     deprecation_notes,
