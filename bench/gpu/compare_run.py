@@ -70,44 +70,46 @@ def run_verify(stack: str, logs: Path) -> dict[str, Any]:
         view: dict[str, Any] = json.loads(done.stdout)
     except json.JSONDecodeError:
         view = {"unparsed_stdout": done.stdout[-2000:]}
+    for server in view.get("servers", []):  # a temporary directory's name says nothing: keep the file's
+        server["source"] = Path(server["source"]).name
     return {**view, "exit_code": done.returncode, "stderr": done.stderr[-2000:]}
 
 
-def smi_after_starts(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
-    readings = {}
+def process_memory(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+    """Per started server, nvidia-smi's MiB for its process: after its start, and the most seen later.
+
+    nvidia-smi lists the engine process (a child of the one started), so a server's process is the one that
+    appeared in the reading after its start."""
+    owner: dict[int, str] = {}
+    seen: dict[str, dict[str, int]] = {}
+    ready = {r["server"] for r in records if r["action"] == "start" and r.get("outcome") == "ready"}
     for record in records:
-        label = str(record.get("label", ""))
-        if record["action"] == "smi" and label.startswith("after-start-") and "used_mib" in record:
-            readings[label.removeprefix("after-start-")] = {
-                "used": record["used_mib"],
-                "free": record["free_mib"],
-            }
-    return readings
-
-
-def idle_used(records: Sequence[Mapping[str, Any]]) -> int:
-    return next(int(r["used_mib"]) for r in records if r["action"] == "smi" and r.get("label") == "idle")
-
-
-def predicted_used(plan: Mapping[str, Any], name: str) -> int | None:
-    """What the plan says nvidia-smi shows once `name` has started: the footprints of it and those before."""
-    for pair in plan["pairs"]:
-        names = [s["name"] for s in pair["servers"]]
-        if name in names:
-            return sum(int(s["memory"]["footprint_mib"]) for s in pair["servers"][: names.index(name) + 1])
-    return None
+        if record["action"] != "smi" or "smi" not in record:
+            continue
+        label = str(record["label"])
+        apps = {int(a["pid"]): int(a["used_mib"]) for a in record["smi"]["apps"]}
+        if label.startswith("after-start-"):
+            server = label.removeprefix("after-start-")
+            for pid in apps.keys() - owner.keys():
+                if server in ready:
+                    owner[pid] = server
+                    seen[server] = {
+                        "after_start": apps[pid],
+                        "largest": apps[pid],
+                        "gpu_free_after_start": record["free_mib"],
+                    }
+        for pid, used in apps.items():
+            if pid in owner:
+                seen[owner[pid]]["largest"] = max(seen[owner[pid]]["largest"], used)
+    return seen
 
 
 def server_rows(
-    memory: Mapping[str, Any],
-    logged: Mapping[str, Any],
-    smi: Mapping[str, Any] | None,
-    predicted_mib: int | None,
-    idle_mib: int,
+    memory: Mapping[str, Any], logged: Mapping[str, Any], smi: Mapping[str, int] | None
 ) -> list[Row]:
     graphs = logged.get("graphs_by_mode") or {}
     graph_text = ", ".join(f"{mode} {count}" for mode, count in graphs.items()) or "none"
-    used = None if smi is None else smi["used"] - idle_mib
+    footprint = memory.get("footprint_mib")
     return [
         (
             "weights GiB",
@@ -129,16 +131,27 @@ def server_rows(
         ("KV pool GiB", memory.get("kv_cache_gib"), logged.get("kv_pool_gib"), None),
         ("KV tokens", memory.get("kv_tokens"), logged.get("kv_tokens"), None),
         ("max concurrency", memory.get("max_concurrency"), logged.get("max_concurrency"), None),
-        ("footprint after start MiB (nvidia-smi used - idle)", predicted_mib, None, used),
-        ("nvidia-smi free after start MiB", None, None, None if smi is None else smi["free"]),
+        (
+            "process MiB after start (plan: footprint)",
+            footprint,
+            None,
+            None if smi is None else smi["after_start"],
+        ),
+        (
+            "process MiB, most under load (plan: footprint)",
+            footprint,
+            None,
+            None if smi is None else smi["largest"],
+        ),
     ]
 
 
+def _verify_server(view: Mapping[str, Any], name: str) -> dict[str, Any]:
+    return next((dict(server) for server in view.get("servers", []) if server["server"] == name), {})
+
+
 def _verify_terms(view: Mapping[str, Any], name: str) -> dict[str, Any]:
-    for server in view.get("servers", []):
-        if server["server"] == name:
-            return {t["term"]: t["observed"] for t in server["terms"]}
-    return {}
+    return {t["term"]: t["observed"] for t in _verify_server(view, name).get("terms", [])}
 
 
 def compare(run_dir: Path, work: Path) -> dict[str, Any]:
@@ -148,8 +161,7 @@ def compare(run_dir: Path, work: Path) -> dict[str, Any]:
         tar.extractall(work, filter="data")
     logs = work / "logs"
     process_of = _stands_for(spec)
-    smi = smi_after_starts(records)
-    idle = idle_used(records)
+    smi = process_memory(records)
     stacks: dict[str, Any] = {}
     for stack, plan in spec["plans"].items():
         view = run_verify(stack, verify_dir(spec, stack, logs, work / "verify" / stack))
@@ -168,11 +180,32 @@ def compare(run_dir: Path, work: Path) -> dict[str, Any]:
                 logged.setdefault("weights_gib", logged.get("weights"))
                 logged["requested_gib"] = logged.get("requested")
                 logged["kv_tokens"] = logged.get("kv_tokens")
-                rows = server_rows(
-                    server["memory"], logged, smi.get(process), predicted_used(plan, server["name"]), idle
-                )
-                servers[server["name"]] = {"process": process, "logged": logged, "rows": rows}
-        stacks[stack] = {"verify": view, "servers": servers, "plan_feasible": plan["feasible"]}
+                rows = server_rows(server["memory"], logged, smi.get(process))
+                checked = _verify_server(view, server["name"])
+                servers[server["name"]] = {
+                    "process": process,
+                    "logged": logged,
+                    "rows": rows,
+                    "verify_verdict": checked.get("verdict"),
+                    "first_off": checked.get("first_off"),
+                    "notes": checked.get("notes", []),
+                }
+        pair_free = [
+            {
+                "pair": p["name"],
+                "predicted_free_mib": p["predicted_free_mib"],
+                "observed_free_mib": smi.get(process_of.get(p["servers"][-1]["name"], ""), {}).get(
+                    "gpu_free_after_start"
+                ),
+            }
+            for p in plan["pairs"]
+        ]
+        stacks[stack] = {
+            "verify": view,
+            "servers": servers,
+            "plan_feasible": plan["feasible"],
+            "pairs": pair_free,
+        }
     loads = [r for r in records if r["action"] == "load"]
     return {
         "run": spec["name"],
@@ -196,14 +229,26 @@ def markdown(report: Mapping[str, Any]) -> str:
     for stack, data in report["stacks"].items():
         view = data["verify"]
         lines += [f"## Stack {stack}: colo verify exit {view.get('exit_code')} ({view.get('verdict')})", ""]
+        for pair in data["pairs"]:
+            lines += [
+                f"GPU free once pair {pair['pair']} has started (nvidia-smi MiB): planned {pair['predicted_free_mib']},"
+                f" observed {_cell(pair['observed_free_mib'])}",
+                "",
+            ]
         for name, server in data["servers"].items():
             if server.get("not_run"):
                 lines += [f"### {name}: not run", ""]
                 continue
             logged = server["logged"]
+            sizes = logged.get("capture_sizes") or []
+            captured = f"sizes {sizes[0]}-{sizes[-1]} ({len(sizes)})" if sizes else "no capture sizes"
             lines += [
                 f"### {name} (process {server['process']}; runner {logged['runner']}, "
-                f"cudagraph_mode {logged.get('cudagraph_mode')}, backend {logged.get('attention_backend')})",
+                f"cudagraph_mode {logged.get('cudagraph_mode')}, {captured}, {logged.get('attention_backend')})",
+                "",
+                f"colo verify: {server['verify_verdict']}"
+                + (f", first off: {server['first_off']}" if server["first_off"] else "")
+                + "".join(f"; {note}" for note in server["notes"]),
                 "",
                 "| figure | colo plan | vLLM log | nvidia-smi |",
                 "|---|---|---|---|",

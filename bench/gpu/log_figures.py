@@ -11,7 +11,8 @@ Each pattern is the log call in vLLM 0.22.0 that prints it:
 - `v1/worker/gpu/cudagraph_utils.py` (V2, DEBUG): one "CG Capture: mode=M, batch_desc=..." per graph;
 - `gpu_worker.py`: "CUDA graph pool memory: X GiB (actual), Y GiB (estimated)";
 - the engine's config line: `cudagraph_mode` and `cudagraph_capture_sizes` of its compilation config;
-- `platforms/cuda.py` "Using <backend> backend."; `compilation/backends.py` "torch.compile took S s".
+- `platforms/cuda.py` "Using FLASH_ATTN attention backend out of potential backends: [...]";
+  `compilation/monitor.py` "torch.compile took S s in total".
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ _BAR = re.compile(r"Capturing CUDA graphs \(([^)]*)\):\s*\d+%\|[^|]*\|\s*(\d+)/(
 _CG_CAPTURE = re.compile(r"CG Capture: mode=(\w+), batch_desc=.*?num_tokens=(\d+)")
 _MODE = re.compile(r"'cudagraph_mode': <?(?:CUDAGraphMode\.)?([A-Z_]+)")
 _SIZES = re.compile(r"'cudagraph_capture_sizes': \[([\d, ]*)\]")
-_BACKEND = re.compile(r"Using (\S+) backend\.")
+_BACKEND = re.compile(r"Using (\S+) attention backend")
 _COMPILE = re.compile(rf"torch\.compile took {_NUM} s in total")
 _KV = re.compile(rf"Available KV cache memory: {_NUM} GiB")
 _INIT = re.compile(rf"init engine \(profile, create kv cache, warmup model\) took {_NUM} s")

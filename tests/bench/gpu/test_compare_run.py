@@ -24,6 +24,17 @@ INFO Graph capturing finished in 2 secs, took 0.13 GiB
 """
 
 
+def _smi(label: str, used: int, apps: dict[int, int]) -> dict[str, Any]:
+    listed = [{"pid": pid, "name": "python3", "used_mib": mib} for pid, mib in apps.items()]
+    return {
+        "action": "smi",
+        "label": label,
+        "used_mib": used,
+        "free_mib": 143155 - used,
+        "smi": {"apps": listed},
+    }
+
+
 def _results(tmp_path: Path, plan: dict[str, Any], logs: dict[str, str]) -> Path:
     run = tmp_path / "run"
     run.mkdir()
@@ -34,9 +45,10 @@ def _results(tmp_path: Path, plan: dict[str, Any], logs: dict[str, str]) -> Path
     }
     records = [
         {"action": "facts", "python": "3.12.3"},
-        {"action": "smi", "label": "idle", "used_mib": 0, "free_mib": 143155},
+        {"action": "smi", "label": "idle", "used_mib": 0, "free_mib": 143155, "smi": {"apps": []}},
         {"action": "start", "server": "dense-embedding", "outcome": "ready"},
-        {"action": "smi", "label": "after-start-dense-embedding", "used_mib": 4700, "free_mib": 138455},
+        _smi("after-start-dense-embedding", 4381, {769: 4372}),
+        _smi("after-load-x", 4713, {769: 4704}),
     ]
     (run / "results.json").write_text(json.dumps({"spec": spec, "records": records}))
     with tarfile.open(run / "logs.tar.gz", "w:gz") as tar:
@@ -63,7 +75,9 @@ def test_every_planned_figure_is_set_beside_what_the_log_printed(
     assert rows["weights GiB"][:2] == (1.12, 1.12)
     assert rows["KV pool GiB"][1] == 2.15 and rows["KV tokens"][1] == 20128
     assert rows["CUDA graphs (count)"] == (30, "19 (mixed prefill-decode, PIECEWISE 19)", None)
-    assert rows["footprint after start MiB (nvidia-smi used - idle)"][2] == 4700
+    # nvidia-smi lists the engine's pid, not the server's: the process that appeared after its start
+    assert rows["process MiB after start (plan: footprint)"] == (4693, None, 4372)
+    assert rows["process MiB, most under load (plan: footprint)"] == (4693, None, 4704)
     assert stack["servers"]["dense-llm"] == {"not_run": True}
     # the LLM's log is missing, so verify cannot read every server
     assert stack["verify"]["exit_code"] in (1, 2)

@@ -10,7 +10,8 @@ V2_LOG = "\n".join(
         "model='Qwen/Qwen3-32B', compilation_config={'mode': <CompilationMode.VLLM_COMPILE: 3>, "
         "'cudagraph_mode': <CUDAGraphMode.FULL_AND_PIECEWISE: (2, 1)>, 'cudagraph_capture_sizes': [1, 2, 4, 8]}",
         "(EngineCore pid=11) INFO 12-02 10:00:02 [gpu_worker.py:289] Using V2 Model Runner",
-        "(EngineCore pid=11) INFO 12-02 10:00:02 [cuda.py:318] Using FLASH_ATTN backend.",
+        "(EngineCore pid=11) INFO 12-02 10:00:02 [platforms/cuda.py:378] Using FLASH_ATTN attention backend out of "
+        "potential backends: ['FLASH_ATTN', 'TRITON_ATTN', 'FLEX_ATTENTION'].",
         "(EngineCore pid=11) DEBUG 12-02 10:00:30 [gpu_worker.py:460] Memory profiling takes 4.10 seconds. Total non KV "
         "cache memory: 62.55GiB; torch peak memory increase: 1.33GiB; non-torch forward increase memory: 0.19GiB; "
         "weights memory: 61.03GiB.",
