@@ -17,6 +17,7 @@ from colo.vllm.architectures import releases_knowing
 from colo.vllm.checkpoint import hub as hub_module
 from tests.hub.fixtures import HUB_FILES, public_repo, sources
 from tests.hub.plugin import GGUF_ONLY, SHARDED, HubRun
+from tests.hub.server import Snapshot, commit_of
 
 # Every release that registers Mllama runs it on the V0 engine, whose accounting colo does not mirror.
 V0_ONLY = {"meta-llama/Llama-3.2-90B-Vision-Instruct"}
@@ -140,3 +141,25 @@ def test_a_gated_model_without_any_token_exits_2_naming_the_licence_page(
         "colo:pairs[0].llm.model:" in err
         and f"{local_hub.hub.endpoint}/meta-llama/Llama-3.2-3B-Instruct" in err
     )
+
+
+def test_colo_diff_shows_a_changed_upstream_config_as_a_budget_change(
+    local_hub: HubRun, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A pull request that moves a server's revision to a commit whose config has twice the layers."""
+    repo = local_hub.hub.repo(SHARDED)
+    assert repo is not None
+    (snapshot,) = {s.commit: s for s in repo.snapshots.values()}.values()
+    config = json.loads(snapshot.files["config.json"])  # type: ignore[arg-type]
+    config["num_hidden_layers"] *= 2
+    files = {**snapshot.files, "config.json": json.dumps(config).encode()}
+    moved = Snapshot(commit_of(files), files)
+    repo.snapshots[moved.commit] = moved
+    base, head = tmp_path / "base", tmp_path / "head"
+    base.mkdir(), head.mkdir()
+    before = stack_file(base, SHARDED, revision=snapshot.commit)
+    after = stack_file(head, SHARDED, revision=moved.commit)
+    assert main(["diff", "--base-config", str(before), "--config", str(after)]) == 0
+    out = capsys.readouterr().out
+    assert snapshot.commit in out and moved.commit in out  # the --revision flag, before -> after
+    assert "| llm | KV tokens |" in out  # twice the layers: half the tokens in the pool
