@@ -32,11 +32,13 @@ from colo.echo import shown
 from colo.roles import START_ORDER, Role
 from colo.vllm import (
     KV_DTYPE_BYTES,
+    ServeArgsRefusal,
     all_kv_cache_dtypes,
     all_quantization_names,
     check_quantization_name,
     extra_arg_refusal,
     quant_release,
+    serve_args_refusal,
 )
 
 NodeImage = Literal["al2023-nvidia", "bottlerocket-nvidia", "gpu-operator-cdi", "generic-nvidia-runtime"]
@@ -329,9 +331,20 @@ class ServerSpec(_Model):
             for index, arg in enumerate(self.extra_args)
             if (reason := extra_arg_refusal(arg, self.vllm.version)) is not None
         ]
+        if not errors and self.extra_args and (refused := self._vllm_parser_refusal()) is not None:
+            where = ("extraArgs",) if refused.index is None else ("extraArgs", refused.index)
+            arg = self.extra_args[refused.index] if refused.index is not None else " ".join(self.extra_args)
+            errors.append(_error(where, f"vLLM {self.vllm.version} would not start: {refused}", arg))
         if errors:
             raise ValidationError.from_exception_data(type(self).__name__, errors)
         return self
+
+    def _vllm_parser_refusal(self) -> ServeArgsRefusal | None:
+        """What the pinned release's own `vllm serve` parser makes of the extra arguments after the model."""
+        try:
+            return serve_args_refusal(self.vllm.version, self.extra_args, [self.model])
+        except ValueError:  # a release colo does not mirror: refused at vllm.version
+            return None
 
     @field_validator("quantization")
     @classmethod

@@ -53,6 +53,7 @@ from colo.vllm.rules import (
     supported_range,
 )
 from colo.vllm.serve_args import vllm_arguments
+from colo.vllm.serve_cli import ServeArgsRefusal, serve_args_refusal
 from colo.vllm.views import budget_view, gpu_view, in_gib
 
 __all__ = [
@@ -76,6 +77,7 @@ __all__ = [
     "ProcessBudget",
     "ProcessSpec",
     "QuantizationRefused",
+    "ServeArgsRefusal",
     "ServerPlan",
     "ServerRequest",
     "ServerSettings",
@@ -107,6 +109,7 @@ __all__ = [
     "resolve_limits",
     "rules_for",
     "same_release",
+    "serve_args_refusal",
     "supported_range",
     "tensor_bytes_by_part",
     "vllm_arguments",
