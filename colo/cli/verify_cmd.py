@@ -115,7 +115,7 @@ def _check(
     check = replace(
         base,
         results=compare(server.memory_plan.budget, log, cache),
-        error=log.error.text if log.error else None,
+        error=log.error.describe() if log.error else None,
         notes=notes,
     )
     return check, Observed(server, first_in_pod, reading, log)

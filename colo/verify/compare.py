@@ -155,8 +155,8 @@ def compare(budget: ProcessBudget, log: StartupLog, cache: CacheConfigInfo | Non
     """Every term both sides state, in vLLM's order."""
     observed = observed_figures(log, cache)
     planned = planned_figures(budget, summary_consumed="consumed" in observed)
-    if log.error is not None:
-        # A process that failed to start never sized what comes after the failure.
+    if log.error is not None and not log.error.after_kv_cache:
+        # A process that failed before its KV cache was sized never sized what comes after the failure.
         observed.pop("kv_tokens", None)
         observed.pop("max_concurrency", None)
     results = []

@@ -20,7 +20,11 @@ Each pattern below is the logger call of the releases that print it (vLLM 0.10.1
   memory utilization (u, R GiB)" (the device is named from 0.14); `_check_enough_kv_cache_memory` "No
   available memory for the cache blocks" and "To serve at least one request with the model's max seq len
   (L), (X GiB KV cache is needed, which is larger than the available KV cache memory (Y GiB)"; a CUDA
-  out-of-memory error; "EngineCore failed to start".
+  out-of-memory error (PyTorch's "CUDA out of memory", or "CUDA error: out of memory" from a kernel); any
+  other exception a worker or the engine core logs before serving ("Traceback ..." ending in "XError: ...");
+  "EngineCore failed to start". The phase a failure struck in is the deepest startup step its traceback names
+  (`gpu_worker.py::compile_or_warm_up_model` runs kernel warm-up, `capture_model` and the sampler's
+  `_dummy_sampler_run` after the KV cache is allocated, so a failure there comes after the KV figures).
 
 A tensor-parallel run logs the per-rank lines once per rank: weights and graphs keep the largest rank's
 figure, the KV pool the smallest (vLLM sizes every rank to the smallest pool).
@@ -72,13 +76,37 @@ _KV_TOO_SMALL = re.compile(
     rf"is needed, which is larger than the available KV cache memory \({_NUM} (?:GiB|GB)\)"
 )
 _NO_KV = re.compile(r"No available memory for the cache blocks")
-_OOM = re.compile(r"CUDA out of memory|OutOfMemoryError")
+_OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory")
+# The last exception line of a traceback, with or without vLLM's "(Worker pid=..) ERROR ... [file:line] " prefix.
+_EXCEPTION = re.compile(r"^(?:.*?\] )?((?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)): (.*)$", re.M)
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
+# Startup steps by the functions a traceback runs through, the latest step first; the KV cache is sized and
+# allocated before every step marked True (EngineCore._initialize_kv_caches, then compile_or_warm_up_model).
+PHASES = (
+    (re.compile(r"_dummy_sampler_run|_dummy_pooler_run|warmup_kernels"), "the sampler warm-up", True),
+    (re.compile(r"capture_model|_capture_cudagraphs|graph_capture|capture_end|capture_begin"), "CUDA graph capture", True),
+    (re.compile(r"kernel_warmup|flashinfer_autotune|deep_gemm_warmup"), "the kernel warm-up", True),
+    (re.compile(r"compile_or_warm_up_model"), "the warm-up after the KV cache", True),
+    (
+        re.compile(r"initialize_kv_cache|_allocate_kv_cache_tensors|initialize_from_config"),
+        "KV cache allocation",
+        False,
+    ),
+    (
+        re.compile(r"profile_run|determine_available_memory|profile_cudagraph_memory"),
+        "memory profiling",
+        False,
+    ),
+    (re.compile(r"load_model|load_weights"), "weight loading", False),
+)
 _ENGINE_FAILED = re.compile(r"EngineCore failed to start|Engine core initialization failed")
 # uvicorn's line once the API server answers (every release's `vllm serve`): what fails after it failed
 # while serving, not at startup
 _SERVING = re.compile(r"Application startup complete")
 
-ErrorKind = Literal["free_memory", "kv_too_small", "no_kv_memory", "out_of_memory", "engine_failed"]
+ErrorKind = Literal[
+    "free_memory", "kv_too_small", "no_kv_memory", "out_of_memory", "exception", "engine_failed"
+]
 
 
 @dataclass(frozen=True)
@@ -107,6 +135,14 @@ class StartupError:
     requested_gib: float | None = None
     needed_gib: float | None = None  # kv_too_small: X and Y of the message
     available_gib: float | None = None
+    phase: str | None = None  # the startup step the traceback names, where it names one
+    after_kv_cache: bool = False  # the KV cache had been sized and allocated when it failed
+
+    def describe(self) -> str:
+        if self.phase is None:
+            return self.text
+        when = ", after the KV cache was sized" if self.after_kv_cache else ""
+        return f"failed in {self.phase}{when}: {self.text}"
 
 
 @dataclass(frozen=True)
@@ -198,7 +234,23 @@ def _summary(text: str) -> StartupSummary | None:
 
 
 def _error(text: str) -> StartupError | None:
-    """The first cause vLLM names, most specific first."""
+    """The first cause vLLM names, most specific first, with the startup step it struck in."""
+    error = _cause(text)
+    if error is None:
+        return None
+    for pattern, phase, after_kv in PHASES:
+        if _TRACEBACK.search(text) and pattern.search(text):
+            return replace(error, phase=phase, after_kv_cache=after_kv)
+    return error
+
+
+def _startup_error(startup: str, *, answered: bool) -> StartupError | None:
+    """A traceback vLLM logged and lived through (a fallback, a warning) is no failed start once it answered."""
+    error = _error(startup)
+    return None if error is not None and error.kind == "exception" and answered else error
+
+
+def _cause(text: str) -> StartupError | None:
     match = _FREE_ERROR.search(text)
     if match:
         free, total, util, requested = (float(g) for g in match.groups()[1:])
@@ -218,27 +270,32 @@ def _error(text: str) -> StartupError | None:
             needed_gib=float(match.group(2)),
             available_gib=float(match.group(3)),
         )
-    for kind, pattern in (
-        ("no_kv_memory", _NO_KV),
-        ("out_of_memory", _OOM),
-        ("engine_failed", _ENGINE_FAILED),
-    ):
+    for kind, pattern in (("no_kv_memory", _NO_KV), ("out_of_memory", _OOM)):
         found = pattern.search(text)
         if found:
-            return StartupError(kind, found.group(0))  # type: ignore[arg-type]
-    return None
+            return StartupError(kind, _whole_line(text, found.start()))  # type: ignore[arg-type]
+    if _TRACEBACK.search(text) and (exception := _EXCEPTION.findall(text)):
+        name, message = exception[0]
+        return StartupError("exception", f"{name}: {message.strip()}"[:300])
+    found = _ENGINE_FAILED.search(text)
+    return StartupError("engine_failed", found.group(0)) if found else None
+
+
+def _whole_line(text: str, at: int) -> str:
+    """The logged line holding position `at`, without vLLM's logger prefix, at most 300 characters."""
+    start = text.rfind("\n", 0, at) + 1
+    end = text.find("\n", at)
+    line = text[start : end if end >= 0 else len(text)]
+    return line.split("] ", 1)[-1].strip()[:300]
 
 
 def _serving_error(serving: str) -> StartupError | None:
     """The first failure after the server answered, with its whole line (what it tried, what was free)."""
-    error = _error(serving)
+    error = _cause(serving)
     if error is None:
         return None
     start = serving.find(error.text)
-    line_start = serving.rfind("\n", 0, start) + 1
-    line_end = serving.find("\n", start)
-    line = serving[line_start : line_end if line_end >= 0 else len(serving)]
-    return replace(error, text=line.split("] ", 1)[-1].strip()[:300])
+    return replace(error, text=_whole_line(serving, start)) if start >= 0 else error
 
 
 def _split_at_serving(text: str) -> tuple[str, str]:
@@ -273,7 +330,7 @@ def parse_startup_log(text: str) -> StartupLog:
         graph_estimate_gib=max(estimates) if estimates else None,
         num_gpu_blocks=int(blocks.group(1)) if blocks else None,
         summary=summary,
-        error=_error(startup),
+        error=_startup_error(startup, answered=bool(serving)),
         ranks=max(ranks, 1),
         serving_error=_serving_error(serving) if serving else None,
     )

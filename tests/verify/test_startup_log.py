@@ -160,3 +160,54 @@ def test_a_log_without_startup_lines_says_so() -> None:
         "INFO:     Started server process [1]\nINFO:     Waiting for application startup."
     )
     assert not log.has_startup_lines
+
+
+# vllm-project/vllm#18446 (Qwen3-235B-A22B on the V1 engine): the end of the traceback a worker logs when the
+# capture runs out of memory, as the issue quotes it.
+CAPTURE_OOM = """\
+(VllmWorker rank=0 pid=233) ERROR 05-21 09:27:46 [multiproc_executor.py:470]   File "/usr/local/lib/python3.12/dist-packages/torch/cuda/graphs.py", line 186, in __exit__
+(VllmWorker rank=0 pid=233) ERROR 05-21 09:27:46 [multiproc_executor.py:470]     self.cuda_graph.capture_end()
+(VllmWorker rank=0 pid=233) ERROR 05-21 09:27:46 [multiproc_executor.py:470]   File "/usr/local/lib/python3.12/dist-packages/torch/cuda/graphs.py", line 84, in capture_end
+(VllmWorker rank=0 pid=233) ERROR 05-21 09:27:46 [multiproc_executor.py:470]     super().capture_end()
+(VllmWorker rank=0 pid=233) ERROR 05-21 09:27:46 [multiproc_executor.py:470] RuntimeError: CUDA error: out of memory
+(VllmWorker rank=0 pid=233) ERROR 05-21 09:27:46 [multiproc_executor.py:470] CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.
+(VllmWorker rank=0 pid=233) ERROR 05-21 09:27:46 [multiproc_executor.py:470] Traceback (most recent call last):
+"""
+# vllm-project/vllm#17462 (Qwen3-32B, TP2 on two L20s, 0.8.5): the KV cache sized, then a worker's exception.
+KV_THEN_WORKER_EXCEPTION = """\
+INFO 04-30 16:20:37 [kv_cache_utils.py:634] GPU KV cache size: 67,856 tokens
+INFO 04-30 16:20:37 [kv_cache_utils.py:637] Maximum concurrency for 16,384 tokens per request: 4.14x
+(VllmWorker rank=1 pid=12171) ERROR 04-30 16:21:27 [multiproc_executor.py:380] WorkerProc hit an exception: %s
+(VllmWorker rank=1 pid=12171) ERROR 04-30 16:21:27 [multiproc_executor.py:380] Traceback (most recent call last):
+(VllmWorker rank=1 pid=12171) ERROR 04-30 16:21:27 [multiproc_executor.py:380]   File "/home/ray/anaconda3/lib/python3.10/site-packages/vllm/v1/executor/multiproc_executor.py", line 375, in worker_busy_loop
+(VllmWorker rank=1 pid=12171) ERROR 04-30 16:21:27 [multiproc_executor.py:380]     output = func(*args, **kwargs)
+"""
+
+
+def test_a_capture_that_runs_out_of_memory_is_a_failed_start_after_the_kv_cache() -> None:
+    error = parse_startup_log(CAPTURE_OOM).error
+    assert error is not None and error.kind == "out_of_memory"
+    assert (error.phase, error.after_kv_cache) == ("CUDA graph capture", True)
+    assert error.describe() == (
+        "failed in CUDA graph capture, after the KV cache was sized: RuntimeError: CUDA error: out of memory"
+    )
+
+
+def test_an_exception_after_the_kv_lines_keeps_the_figures_read_before_it() -> None:
+    text = KV_THEN_WORKER_EXCEPTION + (
+        '(VllmWorker rank=1 pid=12171) ERROR 04-30 16:21:27 [multiproc_executor.py:380]   File "x.py", line 1, in '
+        "capture_model\n(VllmWorker rank=1 pid=12171) ERROR 04-30 16:21:27 [multiproc_executor.py:380] "
+        "AssertionError: graph capture failed\n"
+    )
+    log = parse_startup_log(text)
+    assert log.kv_tokens == 67856 and log.max_concurrency == 4.14
+    assert log.error is not None and log.error.kind == "exception"
+    assert (
+        log.error.text == "AssertionError: graph capture failed" and log.error.phase == "CUDA graph capture"
+    )
+
+
+def test_a_traceback_the_server_lived_through_is_no_failed_start() -> None:
+    lived = CAPTURE_OOM.replace("RuntimeError: CUDA error: out of memory", "ValueError: a fallback was taken")
+    text = lived + "INFO 05-21 09:30:00 [launcher.py:1] Application startup complete.\n"
+    assert parse_startup_log(text).error is None
