@@ -84,7 +84,11 @@ _TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
 # allocated before every step marked True (EngineCore._initialize_kv_caches, then compile_or_warm_up_model).
 PHASES = (
     (re.compile(r"_dummy_sampler_run|_dummy_pooler_run|warmup_kernels"), "the sampler warm-up", True),
-    (re.compile(r"capture_model|_capture_cudagraphs|graph_capture|capture_end|capture_begin"), "CUDA graph capture", True),
+    (
+        re.compile(r"capture_model|_capture_cudagraphs|graph_capture|capture_end|capture_begin"),
+        "CUDA graph capture",
+        True,
+    ),
     (re.compile(r"kernel_warmup|flashinfer_autotune|deep_gemm_warmup"), "the kernel warm-up", True),
     (re.compile(r"compile_or_warm_up_model"), "the warm-up after the KV cache", True),
     (
