@@ -235,6 +235,8 @@ class MeasuredConstants(_Strict):
     sampler_bytes_per_logit: SamplerBytesPerLogit
     tp_communication_mib: TpCommunicationByTopology
     post_profile_mib: int
+    # What a V2-runner server grows by once it serves, beyond its budget (see rules.yaml for the measurement)
+    v2_serving_growth_mib: int
     # Public log ids (bench/data/vllm_startup_logs.yaml) whose figures informed a constant above: the
     # accuracy benchmark reports them apart, never as evidence for the constant they informed.
     informed_by: tuple[str, ...]

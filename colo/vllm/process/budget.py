@@ -156,7 +156,7 @@ class ProcessBudget:
     kv_bytes: int
     capacity: KvCapacity | None
     startup: StartupCheck
-    post_profile_bytes: int
+    post_profile_bytes: int  # held beyond the budget once serving: warm-up leftovers, a V2 runner's growth
     errors: tuple[str, ...] = field(default_factory=tuple)
     others_bytes: int = 0  # what other processes hold when this one profiles (counts under global accounting)
     communication: TpCommunication = field(default_factory=TpCommunication)
@@ -323,6 +323,13 @@ def graph_profile_kv_bytes(spec: ProcessSpec) -> int:
     return graph_profile_blocks(spec) * geometry.bytes_per_block if geometry else 0
 
 
+def _after_startup_bytes(spec: ProcessSpec, consts: MeasuredConstants) -> int:
+    """What the process holds beyond its budget once it serves: warm-up leftovers and, for a V2-runner generate
+    server, what it grows by under load (rules.yaml v2_serving_growth_mib, measured)."""
+    grows = spec.v2_model_runner and not spec.pooling
+    return (consts.post_profile_mib + (consts.v2_serving_growth_mib if grows else 0)) * MIB
+
+
 def size_process(spec: ProcessSpec, *, free_before_bytes: int | None = None) -> ProcessBudget:
     """Size one process as vLLM would, given the free memory it finds on the GPU when it starts."""
     consts = spec.constants or measured_constants()
@@ -382,7 +389,7 @@ def size_process(spec: ProcessSpec, *, free_before_bytes: int | None = None) -> 
         kv if capacity is not None else 0,
         capacity,
         startup,
-        consts.post_profile_mib * MIB,
+        _after_startup_bytes(spec, consts),
         tuple(errors),
         others if spec.rules.kv_accounting == "global" else 0,
         communication,
