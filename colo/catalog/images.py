@@ -10,16 +10,20 @@ known image whose source leaves facts unstated reports them through `ImageBuild.
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from importlib import resources
 from itertools import pairwise
 from typing import Any, Literal
 
 import yaml
-from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
+from colo.catalog.vllm_rules import release_key
+
 IMAGES_FILE = "images.yaml"
+# A release tag names a final release (post releases included); an rc or dev tag is built from another tree.
+_FINAL_RELEASE = re.compile(r"\d+(\.\d+)*(\.post\d+)?")
 
 # A package fact: its version or git ref when the build installs it, False when the build files install none,
 # None when the source does not say.
@@ -96,11 +100,10 @@ class BuildFacts(_Strict):
 BUILD_KEYS: tuple[str, ...] = tuple(BuildFacts.model_fields)
 
 
-def _release(text: str, where: str) -> Version:
-    try:
-        return Version(text)
-    except InvalidVersion as exc:
-        raise ValueError(f"{where}: {text!r} is not a vLLM release") from exc
+def _release(text: str, where: str) -> tuple[int, ...]:
+    if not _FINAL_RELEASE.fullmatch(text):
+        raise ValueError(f"{where}: {text!r} is not a vLLM release")
+    return release_key(text)
 
 
 class ReleaseRange(BuildFacts):
@@ -117,8 +120,8 @@ class ReleaseRange(BuildFacts):
             raise ValueError(f"range {self.first}..{self.last} is reversed")
         return self
 
-    def holds(self, release: Version) -> bool:
-        return Version(self.first) <= release <= Version(self.last)
+    def holds(self, release: tuple[int, ...]) -> bool:
+        return release_key(self.first) <= release <= release_key(self.last)
 
 
 class TaggedImage(BuildFacts):
@@ -195,9 +198,9 @@ class ImageBuild(_Strict):
 
 
 def _check_disjoint(ranges: tuple[ReleaseRange, ...], name: str) -> None:
-    ordered = sorted(ranges, key=lambda r: Version(r.first))
+    ordered = sorted(ranges, key=lambda r: release_key(r.first))
     for before, after in pairwise(ordered):
-        if Version(after.first) <= Version(before.last):
+        if release_key(after.first) <= release_key(before.last):
             raise ValueError(f"{name}: ranges {before.first}..{before.last} and {after.first}.. overlap")
 
 
@@ -230,11 +233,10 @@ def load_catalog() -> ImageCatalog:
 
 
 def _in_range(ranges: tuple[ReleaseRange, ...], release: str) -> ReleaseRange | None:
-    try:
-        version = Version(release)
-    except InvalidVersion:
+    if not _FINAL_RELEASE.fullmatch(release):
         return None
-    return next((r for r in ranges if r.holds(version)), None)
+    key = release_key(release)
+    return next((r for r in ranges if r.holds(key)), None)
 
 
 def official_build(release: str, catalog: ImageCatalog | None = None) -> ImageBuild | None:
@@ -267,10 +269,8 @@ def pip_build(release: str, catalog: ImageCatalog | None = None) -> ImageBuild |
     return None
 
 
-def find_image(reference: str, catalog: ImageCatalog | None = None) -> ImageBuild:
-    """The build behind an image reference; raises `ImageLookupError` when the catalog cannot vouch for it."""
-    catalog = catalog or load_catalog()
-    repository, tag = split_reference(reference)
+def _refuse_unsized(catalog: ImageCatalog, reference: str, repository: str, tag: str | None) -> None:
+    """Raise for a build colo never sizes or a tag that names no fixed release."""
     for excluded in catalog.excluded:
         suffix_matches = excluded.tag_suffix is None or (tag or "").endswith(excluded.tag_suffix)
         if repository in excluded.repositories and suffix_matches:
@@ -278,18 +278,21 @@ def find_image(reference: str, catalog: ImageCatalog | None = None) -> ImageBuil
     for moving in catalog.moving_tags:
         if repository in moving.repositories and tag == moving.tag:
             raise MovingImageTag(reference, moving.meaning, moving.action)
-    if tag is None:
-        raise UnknownImage(reference)  # a digest: the catalog lists tags, so the stack must say what it is
+
+
+def _official_tag(catalog: ImageCatalog, repository: str, tag: str) -> ImageBuild | None:
     official = catalog.official
     prefix = official.tag.split("{release}", 1)[0]
-    if repository in official.repositories and tag.startswith(prefix):
-        build = official_build(tag[len(prefix) :], catalog)
-        if build is not None:
-            return build.model_copy(update={"reference": reference})
+    if repository not in official.repositories or not tag.startswith(prefix):
+        return None
+    return official_build(tag[len(prefix) :], catalog)
+
+
+def _distribution_tag(catalog: ImageCatalog, reference: str, repository: str, tag: str) -> ImageBuild | None:
     for dist in catalog.distributions:
-        if repository not in dist.repositories:
-            continue
-        image = next((i for i in dist.images if i.tag == tag), None)
+        image = (
+            next((i for i in dist.images if i.tag == tag), None) if repository in dist.repositories else None
+        )
         if image is not None:
             return ImageBuild(
                 reference=reference,
@@ -298,4 +301,20 @@ def find_image(reference: str, catalog: ImageCatalog | None = None) -> ImageBuil
                 build=_facts(image),
                 source=image.source,
             )
-    raise UnknownImage(reference)
+    return None
+
+
+def find_image(reference: str, catalog: ImageCatalog | None = None) -> ImageBuild:
+    """The build behind an image reference; raises `ImageLookupError` when the catalog cannot vouch for it."""
+    catalog = catalog or load_catalog()
+    repository, tag = split_reference(reference)
+    _refuse_unsized(catalog, reference, repository, tag)
+    if tag is None:
+        raise UnknownImage(reference)  # a digest: the catalog lists tags, so the stack must say what it is
+    official = _official_tag(catalog, repository, tag)
+    if official is not None:
+        return official.model_copy(update={"reference": reference})
+    found = _distribution_tag(catalog, reference, repository, tag)
+    if found is None:
+        raise UnknownImage(reference)
+    return found

@@ -122,6 +122,7 @@ def test_rocm_builds_are_refused_as_not_nvidia(reference: str) -> None:
     "reference",
     [
         "vllm/vllm-openai:v0.15.1",  # a release colo does not mirror
+        "vllm/vllm-openai:v0.20.0rc1",  # a release candidate is built from another tree than v0.20.0
         "ghcr.io/example/vllm:custom",
         "vllm/vllm-openai@sha256:" + "0" * 64,
     ],
