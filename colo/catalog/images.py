@@ -19,7 +19,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from colo.catalog.vllm_rules import release_key
+from colo.vllm import release_key
 
 IMAGES_FILE = "images.yaml"
 # A release tag names a final release (post releases included); an rc or dev tag is built from another tree.
@@ -209,10 +209,12 @@ def _facts(entry: BuildFacts) -> BuildFacts:
 
 
 def split_reference(reference: str) -> tuple[str, str | None]:
-    """(repository, tag) of an image reference; a digest reference has no tag. The default tag `latest` is
-    made explicit, as Docker does."""
-    if "@" in reference:
-        return reference.split("@", 1)[0], None
+    """(repository, tag) of an image reference; a reference by digest alone has no tag (`name:tag@digest` keeps
+    its tag). The default tag `latest` is made explicit, as Docker does."""
+    named, digest, _ = reference.partition("@")
+    if digest:
+        head, sep, tail = named.rpartition(":")
+        return (head, tail) if sep and "/" not in tail else (named, None)
     head, sep, tail = reference.rpartition(":")
     if sep and "/" not in tail:
         return head, tail

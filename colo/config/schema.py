@@ -27,6 +27,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 import colo.config.formats as formats
 from colo.aws.s3_uri import s3_prefix_problem
+from colo.catalog.images import BuildFacts, ImageLookupError, UnknownImage, find_image, official_build
 from colo.config.cli_values import CliText
 from colo.echo import shown
 from colo.roles import START_ORDER, Role
@@ -38,6 +39,8 @@ from colo.vllm import (
     check_quantization_name,
     extra_arg_refusal,
     quant_release,
+    rules_for,
+    same_release,
     serve_args_refusal,
 )
 
@@ -187,13 +190,43 @@ def require_pinned(image: str | None) -> str | None:
     return image
 
 
+# Build facts the budget reads, today: FlashInfer decides the dummy sampler's top-k/top-p path.
+BUDGET_BUILD_KEYS = ("flashinfer",)
+# A package the build installs: its version or git ref, true when the version is not known, false when absent.
+BuildPackage = Annotated[str, Field(min_length=1, max_length=128)] | bool
+
+
+class VllmBuild(_Model):
+    """How an image colo's catalog does not know was built, as its build files say (each key of
+    colo/catalog/images.yaml's build facts: a version or git ref, or false where the image installs none)."""
+
+    cuda: Annotated[str, Field(max_length=32)] | None = None
+    python: Annotated[str, Field(max_length=32)] | None = None
+    torch: Annotated[str, Field(max_length=64)] | None = None
+    nccl: Annotated[str, Field(max_length=32)] | None = None
+    flashinfer: BuildPackage | None = Field(
+        default=None, description="the FlashInfer release the image installs, or false: the sampler's path"
+    )
+    triton_kernels: BuildPackage | None = None
+    deep_gemm: BuildPackage | None = None
+    deep_ep: BuildPackage | None = None
+    pplx_kernels: BuildPackage | None = None
+    xformers: BuildPackage | None = None
+
+
 class VllmImage(_Model):
-    """Which vLLM runs the server. The version selects the memory rules the budget mirrors."""
+    """Which vLLM runs the server. The version selects the memory rules the budget mirrors; the image decides the
+    build (colo/catalog/images.yaml), which an image the catalog lacks states in `build`."""
 
     version: VllmVersion = "0.11.0"
     image: str | None = Field(
         default=None,
         description="Container image; default vllm/vllm-openai:v<version>. Must carry a pinned tag.",
+    )
+    build: VllmBuild | None = Field(
+        default=None,
+        description="The build facts of an image colo's catalog does not know (or leaves unstated); refused "
+        "for one it knows",
     )
 
     @field_validator("image")
@@ -202,23 +235,75 @@ class VllmImage(_Model):
         return require_pinned(value)
 
     @model_validator(mode="after")
-    def _official_image_runs_the_version(self) -> VllmImage:
-        """The budget mirrors `version`; an official image of another release would run other rules."""
-        parsed = formats.image_reference(self.image) if self.image else None
-        if isinstance(parsed, tuple):
-            name, tag, _ = parsed
-            wanted = f"v{self.version}"
-            official = name in formats.OFFICIAL_VLLM
-            if official and tag is not None and tag != wanted and not tag.startswith(wanted + "-"):
+    def _the_image_runs_the_version_and_its_build_is_known(self) -> VllmImage:
+        """The budget mirrors `version` and the build of the image that runs it: neither may be assumed."""
+        if self.image is None and official_build(self.version) is None:
+            return self._default_image_without_facts()
+        try:
+            known = find_image(self.resolved_image)
+        except UnknownImage:
+            if self.build is None or self._unstated(None):
+                keys = ", ".join(f"vllm.build.{k}" for k in BUDGET_BUILD_KEYS)
                 raise ValueError(
-                    f"image {shown(self.image)} is vLLM {tag.removeprefix('v')}, but vllm.version is "
-                    f"{self.version}, whose memory rules the budget mirrors; set both to the same release"
-                )
+                    f"image {shown(self.resolved_image)} is not in colo's image catalog (colo/catalog/images.yaml), "
+                    "so how it was built cannot be assumed: state its build facts from its build files under "
+                    f"vllm.build (the budget reads {keys}), or use an image the catalog lists"
+                ) from None
+            return self
+        except ImageLookupError as exc:
+            raise ValueError(str(exc)) from None
+        if known.vllm is not None and not same_release(known.vllm, self.version):
+            raise ValueError(
+                f"image {shown(self.resolved_image)} is vLLM {known.vllm}, but vllm.version is {self.version}, "
+                "whose memory rules the budget mirrors; set both to the same release"
+            )
+        if self.build is not None and not set(self.build.model_fields_set) <= set(known.build.missing()):
+            stated = sorted(set(self.build.model_fields_set) - set(known.build.missing()))
+            raise ValueError(
+                f"colo's image catalog says how {shown(self.resolved_image)} is built ({known.source}); drop "
+                f"vllm.build.{', vllm.build.'.join(stated)}"
+            )
+        if missing := self._unstated(known.build):
+            raise ValueError(
+                f"colo's image catalog does not say what {shown(self.resolved_image)} holds for "
+                f"{', '.join(missing)}: state vllm.build.{', vllm.build.'.join(missing)} from its build files"
+            )
         return self
+
+    def _default_image_without_facts(self) -> VllmImage:
+        """The official image of a release the catalog holds no build files for (0.15.x published no source
+        distribution to read them from): the stack states the facts; an unmirrored release is refused elsewhere."""
+        try:
+            rules_for(self.version)
+        except ValueError:
+            return self  # refused at vllm.version, with the releases colo mirrors
+        if self._unstated(None):
+            raise ValueError(
+                f"colo's image catalog holds no build files of {self.resolved_image}: state vllm.build."
+                f"{', vllm.build.'.join(BUDGET_BUILD_KEYS)} (the budget reads it), or pin a release the catalog holds"
+            )
+        return self
+
+    def _unstated(self, catalog: BuildFacts | None) -> list[str]:
+        """Budget keys neither the catalog nor the stack states."""
+        return [
+            key
+            for key in BUDGET_BUILD_KEYS
+            if (catalog is None or getattr(catalog, key) is None)
+            and (self.build is None or getattr(self.build, key) is None)
+        ]
 
     @property
     def resolved_image(self) -> str:
         return self.image or f"vllm/vllm-openai:v{self.version}"
+
+    @property
+    def flashinfer_installed(self) -> bool:
+        """Whether the image carries FlashInfer (its dummy sampler's path): the stack's word, else the catalog's."""
+        stated = self.build.flashinfer if self.build is not None else None
+        if stated is None:
+            stated = find_image(self.resolved_image).build.flashinfer
+        return bool(stated)
 
 
 class Speculative(_Model):

@@ -247,6 +247,7 @@ def process_spec(checked: CheckedServer, gpu_spec: GpuSpec, budget: Budget) -> P
         language_model_only=server.language_model_only,
         mm_limits=tuple(sorted((server.limit_mm_per_prompt or {}).items())),
         skip_mm_profiling=server.skip_mm_profiling,
+        flashinfer_installed=server.vllm.flashinfer_installed,
     )
     return calibrate(spec, budget.calibration)
 

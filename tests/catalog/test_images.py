@@ -24,7 +24,7 @@ from colo.catalog.images import (
 
 
 def _mirrored_release_bounds() -> list[str]:
-    text = resources.files("colo.catalog").joinpath("vllm_rules.yaml").read_text(encoding="utf-8")
+    text = resources.files("colo.vllm").joinpath("rules.yaml").read_text(encoding="utf-8")
     releases = yaml.safe_load(text)["releases"]
     return sorted({bound for entry in releases for bound in (entry["first"], entry["last"])})
 

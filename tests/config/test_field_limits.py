@@ -173,11 +173,26 @@ ACCEPTED: list[tuple[str, Any]] = [
     (f"{LLM}.weightsUri", "s3://my.models-bucket/hf/Qwen--Qwen3-8B-FP8/"),
     (f"{LLM}.weightsUri", "s3://models"),
     (f"{LLM}.vllm", {"version": "0.19.1", "image": "vllm/vllm-openai:v0.19.1"}),
-    (f"{LLM}.vllm", {"version": "0.19.1", "image": "docker.io/vllm/vllm-openai:v0.19.1-cu130"}),
-    (f"{LLM}.vllm", {"version": "0.19.1", "image": "vllm/vllm-openai@" + DIGEST}),
+    (f"{LLM}.vllm", {"version": "0.19.1", "image": "vllm/vllm-openai:v0.19.1@" + DIGEST}),
     (
         f"{LLM}.vllm",
-        {"version": "0.19.1", "image": "registry.example:5000/team/vllm-custom:2024.11@" + DIGEST},
+        {
+            "version": "0.19.1",
+            "image": "docker.io/vllm/vllm-openai:v0.19.1-cu130",
+            "build": {"flashinfer": "0.6.6"},
+        },
+    ),
+    (
+        f"{LLM}.vllm",
+        {"version": "0.19.1", "image": "vllm/vllm-openai@" + DIGEST, "build": {"flashinfer": False}},
+    ),
+    (
+        f"{LLM}.vllm",
+        {
+            "version": "0.19.1",
+            "image": "registry.example:5000/team/vllm-custom:2024.11@" + DIGEST,
+            "build": {"flashinfer": "0.6.6", "torch": "2.10.0"},
+        },
     ),
     (f"{LLM}.extraArgs", ["--chat-template", "{% for m in messages %}\n{{ m.content }}\n{% endfor %}"]),
     (f"{LLM}.cpu", "1500m"),

@@ -52,9 +52,13 @@ def stack_config(**budget: object) -> dict[str, Any]:
                         "gpuMemoryUtilization": 0.9,
                         "enforceEager": True,
                         "maxNumBatchedTokens": 8192,
-                        "vllm": {"version": "0.15.1"},
+                        # vLLM's images install FlashInfer; its 0.15 build files were never published
+                        "vllm": {"version": "0.15.1", "build": {"flashinfer": True}},
                     },
-                    "embedding": {"model": "BAAI/bge-m3", "vllm": {"version": "0.15.1"}},
+                    "embedding": {
+                        "model": "BAAI/bge-m3",
+                        "vllm": {"version": "0.15.1", "build": {"flashinfer": True}},
+                    },
                 }
             ],
         }

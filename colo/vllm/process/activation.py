@@ -43,6 +43,8 @@ def _v1_plain_bytes(
     path = rules.sampler_path
     if not flashinfer and path in ("flashinfer_probs", "flashinfer_logits"):
         path = "sort"  # "FlashInfer is not available. Falling back to the PyTorch-native implementation"
+    if not flashinfer and path == "flashinfer_then_native":
+        path = "triton"  # only the native call runs: Triton from 8 rows, PyTorch's sort below
     triton_rows = path == "triton_all_rows" or rows >= TRITON_MIN_ROWS
     if path == "flashinfer_probs":
         return table.flashinfer_probs, False
