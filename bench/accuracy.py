@@ -181,6 +181,24 @@ def _kv_dtype(entry: Mapping[str, Any]) -> str:
     raise Skip(f"KV cache dtype {raw} is not modelled")
 
 
+DTYPE_NAMES = ("auto", "half", "float16", "bfloat16", "float", "float32")
+
+
+def _dtype_flag(entry: Mapping[str, Any]) -> str | None:
+    """`--dtype` where the log states it: its own argument print (`'dtype': 'half'`), else the entry's `dtype`
+    when it is one of vLLM's names (the dtype the run passed or, in bench/data, the one its engine line shows:
+    the same memory either way). None: vLLM's auto, resolved by colo as the release does."""
+    for line in entry.get("excerpt") or ():
+        text = str(line)
+        if "non-default args" not in text and "Namespace(" not in text:
+            continue
+        match = re.search(r"""(?<![\w])['"]?dtype['"]?\s*[:=]\s*['"](\w+)['"]""", text)
+        if match and match.group(1) in DTYPE_NAMES:
+            return match.group(1)
+    stated = str(entry.get("dtype") or "").split(" ")[0]
+    return stated if stated in DTYPE_NAMES and stated != "auto" else None
+
+
 def _quantization_flag(entry: Mapping[str, Any]) -> str | None:
     """`--quantization` where the log's own argument print shows it (`non-default args: {...}` or the 0.8
     `args: Namespace(...)` line): vLLM then takes that method instead of resolving the checkpoint's (online
@@ -211,6 +229,8 @@ def arguments(entry: Mapping[str, Any]) -> EstimateArguments:
         "quantization": _quantization_flag(entry),
         "enforce_eager": bool(entry.get("enforce_eager")),
         "tensor_parallel_size": int(entry.get("tensor_parallel_size") or 1),
+        "pipeline_parallel_size": int(entry.get("pipeline_parallel_size") or 1),
+        "dtype": _dtype_flag(entry),
         # Only where the log's source says how vLLM was installed: a pip install without FlashInfer.
         "without_flashinfer": entry.get("flashinfer_installed") is False,
         # Only where the log or its source says the ranks lack peer-to-peer access.
