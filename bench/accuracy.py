@@ -14,16 +14,25 @@ log states, and compared in four groups, each beside the naive rule of thumb:
 Logs whose figures informed a constant of colo's catalogs (every `informed_by` list in the YAML files of colo/catalog and colo/vllm)
 are reported apart and never counted in the headline figures. Logs colo cannot size are listed with why.
 
+Models outside colo's catalog are read the way `colo estimate --model org/name` reads them: through
+huggingface_hub, here from a local Hub on loopback serving the cited public files of tests/hub_files (the bench
+reaches no network). The third-party campaign of tests/hub_files/LOGS.yaml (vLLM 0.19.0, one H100 node) is
+reported on its own: no constant of colo was set from it.
+
 Run: python bench/accuracy.py [--verbose]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import statistics
+import sys
+import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +46,7 @@ from colo.vllm import KV_DTYPE_BYTES, Estimate, EstimateRefused, ModelArchitectu
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data" / "vllm_startup_logs.yaml"
+CAMPAIGN = ROOT / "tests" / "hub_files" / "LOGS.yaml"
 # Every data file whose figures may cite the logs that informed them: the catalogs and the vLLM rules.
 INFORMING_YAML = (ROOT / "colo" / "catalog", ROOT / "colo" / "vllm")
 
@@ -535,17 +545,41 @@ def _details(results: Results) -> list[str]:
     return lines
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--verbose", action="store_true", help="also print every comparison and every skip")
-    args = parser.parse_args()
-    entries = yaml.safe_load(DATA.read_text())["entries"]
-    informed = informed_ids()
+@contextmanager
+def local_hub() -> Iterator[None]:
+    """HF_ENDPOINT at a loopback Hub serving tests/hub_files, with a throwaway HF_HOME, for the run only."""
+    if str(ROOT) not in sys.path:  # run as a script: the tests' local Hub is in the repository's tests package
+        sys.path.insert(0, str(ROOT))
+    from tests.hub.fixtures import ACCESS_TOKEN, public_repos
+    from tests.hub.server import LocalHub
+
+    saved = {key: os.environ.get(key) for key in ("HF_ENDPOINT", "HF_HOME", "HF_TOKEN", "HF_HUB_OFFLINE")}
+    with (
+        tempfile.TemporaryDirectory() as home,
+        LocalHub(public_repos(), {ACCESS_TOKEN}, {ACCESS_TOKEN}) as hub,
+    ):
+        os.environ.update(HF_ENDPOINT=hub.endpoint, HF_HOME=home, HF_TOKEN=ACCESS_TOKEN)
+        os.environ.pop("HF_HUB_OFFLINE", None)
+        try:
+            yield
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+def campaign_entries() -> list[Mapping[str, Any]]:
+    data = yaml.safe_load(CAMPAIGN.read_text())
+    return [*data["entries"], *data["catalog_model_entries"]]
+
+
+def report(title: str, entries: list[Mapping[str, Any]], informed: set[str], verbose: bool) -> None:
     headline, flagged = split(run(entries), informed)
     usable = sum(1 for e in entries if e.get("usable"))
     sized = len(headline.facts) + len(flagged.facts)
+    print(f"\n== {title}")
     print(
         f"{len(entries)} logs, {usable} usable; {sized} sized ({len(flagged.facts)} of them informed a constant), "
         f"{usable - sized} usable ones not sized"
@@ -553,17 +587,43 @@ def main() -> int:
     print("\nCounts are figures compared (a log may print both a GiB and a token figure).")
     print("\nHeadline (logs that informed no constant):")
     print("\n".join(table(headline)))
-    print(f"\nLogs that informed a constant ({', '.join(sorted(informed))}), reported apart:")
-    print("\n".join(table(flagged)))
-    if args.verbose:
+    if flagged.facts:
+        print(
+            f"\nLogs that informed a constant ({', '.join(sorted(informed & set(flagged.facts)))}), reported apart:"
+        )
+        print("\n".join(table(flagged)))
+    if verbose:
         print("\nEvery comparison (headline, then informed):")
         print("\n".join(_details(headline) + _details(flagged)))
         print("\nNot sized:")
         print("\n".join(f"  {entry_id}: {reason}" for entry_id, reason in headline.skipped))
     print("\nCoverage of the headline logs:")
     print("\n".join(coverage(headline)))
-    print("Coverage of the logs that informed a constant:")
-    print("\n".join(coverage(flagged)))
+    if flagged.facts:
+        print("Coverage of the logs that informed a constant:")
+        print("\n".join(coverage(flagged)))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--verbose", action="store_true", help="also print every comparison and every skip")
+    args = parser.parse_args()
+    informed = informed_ids()
+    with local_hub():
+        report(
+            "public startup logs (bench/data/vllm_startup_logs.yaml)",
+            yaml.safe_load(DATA.read_text())["entries"],
+            informed,
+            args.verbose,
+        )
+        report(
+            "a third-party campaign: vLLM 0.19.0 on one H100 node (tests/hub_files/LOGS.yaml)",
+            campaign_entries(),
+            informed,
+            args.verbose,
+        )
     return 0
 
 

@@ -22,9 +22,7 @@ from typing import Any
 import pulumi
 
 from colo.errors import ConfigError, Problem
-from colo.stackfiles import StackFile, load_stack
-
-SECRET_PLACEHOLDER = "mock-secret-value"
+from colo.stackfiles import MOCK_SECRET_VALUE, StackFile, load_stack
 
 
 @dataclass
@@ -193,7 +191,7 @@ def run_program(
     colo's own for a stack file read without a project."""
     stack_file = load_stack(stack) if isinstance(stack, str) else stack
     program = program or _project_program(stack_file)
-    config, secret_keys = stack_file.engine_config(SECRET_PLACEHOLDER)
+    config, secret_keys = stack_file.engine_config(MOCK_SECRET_VALUE)
     mocks = mocks or RecordingMocks()
     pulumi.runtime.reset_options()  # a fresh root Stack for every run in this process
     pulumi.runtime.set_all_config(config, secret_keys)

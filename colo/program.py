@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 import pulumi
-from pulumi.runtime.config import CONFIG, get_config_env, is_config_secret
+from pulumi.runtime.config import CONFIG, get_config, get_config_env, is_config_secret
 from pulumi.runtime.settings import get_monitor
 
 from colo.components.errors import ProgramError
@@ -23,6 +23,7 @@ from colo.plan.node_pool import managed_node_pool
 from colo.plan.report import plan_view
 from colo.plan.stack import Plan, make_plan
 from colo.profiles import s3_profile_reader
+from colo.stackfiles import MOCK_SECRET_VALUE
 
 PREFIX = "colo:"
 OUTSIDE_THE_ENGINE = (
@@ -60,12 +61,16 @@ def read_config() -> tuple[StackConfig, dict[str, pulumi.Output[str]]]:
             raw[key] = text  # a plain string where an object belongs: the schema names the path
     secrets = {key: value for key in SECRET_KEYS if (value := cfg.get_secret(key)) is not None}
     region = pulumi.Config("aws").get("region")
+    # The engine hands the program colo:hfToken decrypted; under the mock runtime it is a placeholder, and the
+    # Hub is read with HF_TOKEN as `colo plan` reads it.
+    token = get_config(f"{PREFIX}hfToken") if "hfToken" in secrets else None
     config = parse_stack_config(
         raw,
         hf_token_set="hfToken" in secrets,
         vllm_api_key_set="vllmApiKey" in secrets,
         plaintext_secrets=[key for key in secrets if not is_config_secret(f"{PREFIX}{key}")],
         aws_region=region,
+        hub_token=token if token != MOCK_SECRET_VALUE else None,
     )
     return config, secrets
 

@@ -24,6 +24,10 @@ PROJECT_FILES = ("Pulumi.json", "Pulumi.yaml", "Pulumi.yml")
 MAX_STACK_FILE_BYTES = MIB  # a 100-pair stack file is about 50 KiB
 
 
+# What a secret's value reads as when the program runs under the mock runtime, which cannot decrypt it.
+MOCK_SECRET_VALUE = "mock-secret-value"
+
+
 @dataclass(frozen=True)
 class StackFile:
     """Merged config of one stack: `values` are colo's keys without the prefix; `others` keep theirs."""

@@ -1,17 +1,40 @@
-"""Suite-wide hooks: tests that need a tool built outside the suite skip, as one summary line per tool, when it
-is missing (tests/built_tools.py)."""
+"""Suite-wide hooks: no test reaches the Hugging Face Hub or the user's own Hub cache and token; and tests that need
+a tool built outside the suite skip, as one summary line per tool, when it is missing (tests/built_tools.py)."""
 
 from __future__ import annotations
 
 import inspect
+import os
+import tempfile
 
 import pytest
 
 from tests import built_tools
 
+pytest_plugins = ["tests.hub.plugin"]
+
 SKIPPED_FOR = pytest.StashKey[str]()
 # Every skip for a missing tool is reported at this one place, so pytest folds them into a single line.
 FOLDED_AT = (inspect.getsourcefile(built_tools) or built_tools.__file__, 1)
+
+
+# Nothing listens on the discard port of loopback: a read that reaches for the Hub fails at once, the way it fails
+# on a machine with no network. Tests that serve a Hub set HF_ENDPOINT to their own server.
+CLOSED_ENDPOINT = "http://127.0.0.1:9"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Set before any test runs, so subprocesses that tests start inherit it too."""
+    home = tempfile.mkdtemp(prefix="colo-tests-hf-home-")
+    for key in (
+        "HF_TOKEN",
+        "HUGGING_FACE_HUB_TOKEN",
+        "HF_HUB_OFFLINE",
+        "TRANSFORMERS_OFFLINE",
+        "HF_HUB_CACHE",
+    ):
+        os.environ.pop(key, None)
+    os.environ.update(HF_HOME=home, HF_ENDPOINT=CLOSED_ENDPOINT, HF_TOKEN_PATH=os.path.join(home, "token"))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -52,12 +52,23 @@ def _resolved_config(model_id: str) -> dict[str, Any]:
 
 def is_gated(model_id: str) -> bool:
     """Whether downloading the model from the Hub needs an accepted licence and a token."""
-    entry = _entries().get(model_id)
+    known = catalog_id(model_id)
+    entry = _entries().get(known) if known else None
     return bool(entry and entry.get("gated"))
 
 
 def catalog_ids() -> list[str]:
     return sorted(_entries())
+
+
+@cache
+def _by_folded_id() -> dict[str, str]:
+    return {model_id.lower(): model_id for model_id in _entries()}
+
+
+def catalog_id(model_id: str) -> str | None:
+    """The catalog's spelling of `model_id`, matched as the Hub matches repository ids (case-insensitively)."""
+    return _by_folded_id().get(model_id.lower())
 
 
 def catalog_model(model_id: str) -> CatalogModel:

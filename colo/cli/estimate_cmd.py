@@ -28,8 +28,12 @@ from colo.vllm import EstimateRefused, estimate, estimate_view, supported_range
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--model", required=True, help="catalog model id, a config.json, or a model directory"
+        "--model",
+        required=True,
+        help="a config.json or model directory, else a Hugging Face id: colo's catalog, then the Hub (HF_ENDPOINT, "
+        "HF_TOKEN, HF_HUB_OFFLINE and HF_HOME as huggingface_hub reads them)",
     )
+    parser.add_argument("--revision", help="the Hub revision (branch, tag or commit) a Hub id is read at")
     parser.add_argument(
         "--gpu",
         help=f"the GPU as nvidia-smi names it or its short form ({', '.join(gpu_names())}); for another GPU "
@@ -80,6 +84,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit-mm-per-prompt", type=json.loads, help='items by modality: {"image": 0}')
     parser.add_argument(
         "--skip-mm-profiling", action="store_true", help="tower built, not profiled (0.10.1+)"
+    )
+    parser.add_argument(
+        "--trust-remote-code", action="store_true", help="let vLLM run the repository's own code (auto_map)"
     )
     parser.add_argument(
         "--without-flashinfer",

@@ -86,6 +86,11 @@ def _pair_lines(pair: dict[str, Any], markdown: bool) -> list[str]:
     )
     lines.append(f"startup checks in order: {checks}")
     for server in pair["servers"]:
+        if (source := server["model_source"])["kind"] == "hub":
+            pin = f"revision {source['revision']}" if source["revision"] else "main, unpinned"
+            lines.append(
+                f"read from the Hub ({server['name']}): {source['repo_id']} at commit {source['commit']} ({pin})"
+            )
         lines += [f"note ({server['name']}): {note}" for note in server["memory"]["notes"]]
         if server["memory"]["calibration"]:
             lines.append(

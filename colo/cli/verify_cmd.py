@@ -105,11 +105,13 @@ def _check(
     if not log.has_startup_lines:
         return replace(base, unread=NO_STARTUP_LINES), None
     cache = cache_config_info(reading.metrics_text) if reading.metrics_text else None
-    notes = (
+    notes: tuple[str, ...] = (
         (f"{log.ranks} tensor-parallel ranks logged; per-rank figures are the worst rank's",)
         if log.ranks > 1
         else ()
     )
+    if log.serving_error is not None:
+        notes += (f"started, then failed while serving: {log.serving_error.text}",)
     check = replace(
         base,
         results=compare(server.memory_plan.budget, log, cache),

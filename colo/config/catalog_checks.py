@@ -1,9 +1,9 @@
 """Checks of a valid-looking config against colo's catalogs: names colo cannot plan for are an invalid config.
 
-A model the catalog lacks (with no `profile`), a profile file that cannot be read, a GPU colo does not know, a
-vLLM release whose memory rules it does not mirror, or more GPUs per node than the instance type has: none
-of these is a plan that does not fit, so each is reported with the config's other problems (exit code 2),
-before any planning.
+A model neither the catalog nor the Hugging Face Hub can give (with no `profile`), a profile file that cannot be
+read, a GPU colo does not know, a vLLM release whose memory rules it does not mirror, or more GPUs per node than
+the instance type has: none of these is a plan that does not fit, so each is reported with the config's other
+problems (exit code 2), before any planning. A model read from the Hub here is read once: the plan reuses it.
 """
 
 from __future__ import annotations
@@ -11,11 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from colo.catalog import GpuLookupError, instance_type, resolve_gpu
-from colo.catalog.models import catalog_ids
 from colo.config.schema import ServerSpec, StackConfig
 from colo.echo import shown
 from colo.errors import Problem
-from colo.vllm import architecture_from_path, kv_cache_memory_bytes_missing, rules_for
+from colo.vllm import HubError, architecture_from_path, kv_cache_memory_bytes_missing, named_model, rules_for
 
 
 def _servers(config: StackConfig) -> list[tuple[str, ServerSpec]]:
@@ -38,9 +37,7 @@ def _local_profile_problem(profile: str, model: str, root: Path | None) -> str |
     return None
 
 
-def _server_problems(
-    path: str, server: ServerSpec, known_models: set[str], root: Path | None = None
-) -> list[Problem]:
+def _server_problems(path: str, server: ServerSpec, root: Path | None, token: str | None) -> list[Problem]:
     problems = []
     try:
         rules = rules_for(server.vllm.version)
@@ -54,14 +51,11 @@ def _server_problems(
         problem = _local_profile_problem(server.profile, server.model, root)
         if problem:
             problems.append(Problem(f"{path}.profile", problem))
-    if server.profile is None and server.model not in known_models:
-        problems.append(
-            Problem(
-                f"{path}.model",
-                f"'{shown(server.model)}' is not in colo's model catalog; set {path}.profile to its config.json, "
-                "a model directory, or an s3:// prefix holding config.json",
-            )
-        )
+    if server.profile is None:
+        try:
+            named_model(server.model, server.revision, token=token)
+        except HubError as exc:
+            problems.append(Problem(f"{path}.{exc.about}", exc.args[0]))
     return problems
 
 
@@ -93,8 +87,8 @@ def _calibration_problems(config: StackConfig) -> list[Problem]:
 
 
 def catalog_problems(config: StackConfig) -> list[Problem]:
-    known_models = set(catalog_ids())
+    token = config.hub_token.get_secret_value() if config.hub_token else None
     problems = _node_pool_problems(config) + _calibration_problems(config)
     for path, server in _servers(config):
-        problems += _server_problems(path, server, known_models, config.project_dir)
+        problems += _server_problems(path, server, config.project_dir, token)
     return problems

@@ -14,6 +14,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from colo.config.schema import (
     GpuMemoryMiB,
     GpuMemoryUtilization,
+    HubRevision,
     KvCacheDtype,
     KvCacheMemoryBytes,
     MaxModelLen,
@@ -44,6 +45,7 @@ class EstimateArguments(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
     model: str = Field(min_length=1)
+    revision: HubRevision | None = None
     gpu: str | None = None
     gpu_memory_mib: GpuMemoryMiB | None = None
     vllm_version: VllmVersion
@@ -64,6 +66,7 @@ class EstimateArguments(BaseModel):
     language_model_only: bool = False
     limit_mm_per_prompt: MmLimits | None = None
     skip_mm_profiling: bool = False
+    trust_remote_code: bool = False
     without_flashinfer: bool = False
     no_peer_to_peer: bool = False
     dtype: ModelDtype | None = None
@@ -91,6 +94,7 @@ class EstimateArguments(BaseModel):
         speculative = self.speculative
         return EstimateRequest(
             model=self.model,
+            revision=self.revision,
             vllm_version=self.vllm_version,
             gpu=self.gpu,
             gpu_memory_mib=self.gpu_memory_mib,
@@ -111,6 +115,7 @@ class EstimateArguments(BaseModel):
             language_model_only=self.language_model_only,
             limit_mm_per_prompt=dict(self.limit_mm_per_prompt) if self.limit_mm_per_prompt else None,
             skip_mm_profiling=self.skip_mm_profiling,
+            trust_remote_code=self.trust_remote_code,
             flashinfer_installed=not self.without_flashinfer,
             peer_to_peer=not self.no_peer_to_peer,
             dtype=self.dtype,

@@ -128,6 +128,24 @@ def model_id(value: str) -> str | None:
     return None
 
 
+# A revision the Hub resolves: a full commit id, or a branch or tag name as git allows one (git-check-ref-format:
+# no control characters, spaces or ~^:?*[\\, no '..' or '@{', no part starting with '.' or ending with '.lock', no '/'
+# at either end or twice in a row), at most 255 characters.
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+_REF_BAD = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|^/|/$|^@$|\.lock(/|$)|(^|/)\.")
+
+
+def hub_revision(value: str) -> str | None:
+    if _COMMIT.fullmatch(value):
+        return None
+    if len(value) > 255 or not value or _REF_BAD.search(value) or value.endswith("."):
+        return (
+            f"'{shown(value)}' is not a revision the Hub resolves: a branch or tag name (as git allows one) or a "
+            "40-character commit id"
+        )
+    return None
+
+
 # Container image references, after the grammar of github.com/distribution/reference (reference.go):
 # [domain[:port]/]path[:tag][@algorithm:digest], path components lower-case, tags at most 128 characters.
 _DOMAIN = r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*(?::[0-9]{1,5})?)"

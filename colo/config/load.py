@@ -50,13 +50,15 @@ def parse_stack_config(
     project_dir: Path | None = None,
     vllm_api_key_set: bool = False,
     plaintext_secrets: Sequence[str] = (),
+    hub_token: str | None = None,
 ) -> StackConfig:
     """Validate every top-level key at once so the user sees all problems in one run.
 
     The keyword arguments are facts from outside the colo namespace: whether each secret is set (and
     `plaintext_token`, `plaintext_secrets`: which are stored in plain text), the stack's `aws:region`
-    (what the weight-sync step passes to boto3 in the pod), and the project directory relative profile
-    paths are read from.
+    (what the weight-sync step passes to boto3 in the pod), the project directory relative profile
+    paths are read from, and colo:hfToken's value where the engine hands it over (`hub_token`, for reading
+    gated models from the Hub; HF_TOKEN otherwise).
     """
     unknown = [key for key in raw if key not in CONFIG_KEYS and key not in SECRET_KEYS]
     problems = [
@@ -80,6 +82,7 @@ def parse_stack_config(
     values["vllmApiKeySet"] = vllm_api_key_set
     values["awsRegion"] = aws_region
     values["projectDir"] = project_dir
+    values["hubToken"] = hub_token
     try:
         config = StackConfig.model_validate(values)
     except ValidationError as exc:

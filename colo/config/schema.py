@@ -17,6 +17,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SecretStr,
     ValidationError,
     field_validator,
     model_validator,
@@ -31,12 +32,14 @@ from colo.echo import shown
 from colo.roles import START_ORDER, Role
 from colo.vllm import (
     KV_DTYPE_BYTES,
+    ServeArgsRefusal,
     all_kv_cache_dtypes,
     all_quantization_names,
     check_quantization_name,
     dtype_names,
     extra_arg_refusal,
     quant_release,
+    serve_args_refusal,
 )
 
 NodeImage = Literal["al2023-nvidia", "bottlerocket-nvidia", "gpu-operator-cdi", "generic-nvidia-runtime"]
@@ -110,6 +113,7 @@ ExtraArg = Annotated[CliText, AfterValidator(_plain_argument)]
 # The limits a stack key and a `colo estimate` flag share (colo.config.estimate): each is defined once here.
 MaxModelLen = Annotated[int, Field(ge=16, le=10_000_000)]
 MaxNumSeqs = Annotated[int, Field(ge=1, le=65_536)]
+HubRevision = Annotated[str, _checked(formats.hub_revision)]  # a branch, tag or commit the Hub resolves
 MmLimits = dict[str, Annotated[int, Field(ge=0, le=1024)]]  # --limit-mm-per-prompt items by modality
 MaxNumBatchedTokens = Annotated[int, Field(ge=16, le=10_000_000)]
 # vLLM accepts (0, 1]: vllm 0.33.0 config/cache.py::CacheConfig (Field(gt=0, le=1)).
@@ -232,6 +236,12 @@ class ServerSpec(_Model):
     model: Annotated[str, _checked(formats.model_id)] = Field(
         description="Hugging Face model id; also the served model name"
     )
+    revision: HubRevision | None = Field(
+        default=None,
+        description="The Hub revision the model is read at (a branch, tag or commit): colo sizes the commit it "
+        "resolves to and passes that commit to vLLM (--revision), so the servers load what was planned; omitted = "
+        "the main branch as it is at plan time and at start-up, which the plan warns about",
+    )
     profile: (
         Annotated[str, Field(min_length=1, max_length=MAX_PATH_CHARS), AfterValidator(_s3_or_path)] | None
     ) = Field(
@@ -279,6 +289,11 @@ class ServerSpec(_Model):
         default=False,
         description="--skip-mm-profiling (vLLM >= 0.10.1): the vision encoder is built but not profiled",
     )
+    trust_remote_code: bool = Field(
+        default=False,
+        description="--trust-remote-code: vLLM may run the repository's own code (a config.json with auto_map whose "
+        "architecture vLLM does not implement); colo sizes the architecture config.json declares",
+    )
     enforce_eager: Literal["auto"] | bool = "auto"
     cudagraph_capture_sizes: (
         Annotated[list[Annotated[int, Field(ge=1, le=65_536)]], Field(max_length=1024)] | None
@@ -325,9 +340,20 @@ class ServerSpec(_Model):
             for index, arg in enumerate(self.extra_args)
             if (reason := extra_arg_refusal(arg, self.vllm.version)) is not None
         ]
+        if not errors and self.extra_args and (refused := self._vllm_parser_refusal()) is not None:
+            where = ("extraArgs",) if refused.index is None else ("extraArgs", refused.index)
+            arg = self.extra_args[refused.index] if refused.index is not None else " ".join(self.extra_args)
+            errors.append(_error(where, f"vLLM {self.vllm.version} would not start: {refused}", arg))
         if errors:
             raise ValidationError.from_exception_data(type(self).__name__, errors)
         return self
+
+    def _vllm_parser_refusal(self) -> ServeArgsRefusal | None:
+        """What the pinned release's own `vllm serve` parser makes of the extra arguments after the model."""
+        try:
+            return serve_args_refusal(self.vllm.version, self.extra_args, [self.model])
+        except ValueError:  # a release colo does not mirror: refused at vllm.version
+            return None
 
     @field_validator("quantization")
     @classmethod
@@ -651,6 +677,13 @@ class StackConfig(_Model):
     observability: Observability = Observability()
     pairs: Annotated[list[Pair], Field(max_length=1000)]
     hf_token_set: bool = Field(default=False, description="True when the secret colo:hfToken is present")
+    hub_token: SecretStr | None = Field(
+        default=None,
+        exclude=True,
+        repr=False,
+        description="colo:hfToken's value where the Pulumi engine hands it over, for reading gated models from the "
+        "Hub at plan time (HF_TOKEN otherwise); never written anywhere",
+    )
     vllm_api_key_set: bool = Field(
         default=False, description="True when the secret colo:vllmApiKey is present"
     )

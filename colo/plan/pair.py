@@ -19,13 +19,15 @@ from colo.plan.calibration import calibrate
 from colo.plan.model_volume import weights_dir
 from colo.plan.placement import Placement
 from colo.plan.probes import IMAGE_PULL_S, ProbeBudget, startup_budget
-from colo.plan.server import Server
+from colo.plan.server import ModelSource, Server
 from colo.plan.weight_sync_step import WeightSyncStep, weight_sync_step
 from colo.roles import ROLES, Role
 from colo.vllm import (
     ALLOW_LONG_ENV,
     ArchitectureError,
     GpuPlan,
+    HubError,
+    HubModel,
     ModelArchitecture,
     ProcessSpec,
     QuantizationRefused,
@@ -34,8 +36,8 @@ from colo.vllm import (
     ServerSettings,
     VllmRules,
     architecture_from_path,
-    catalog_architecture,
     kv_cache_memory_bytes_missing,
+    named_model,
     plan_gpu,
     resolve_architecture,
     resolve_limits,
@@ -82,17 +84,24 @@ class CheckedServer:
     spec: ServerSpec
     rules: VllmRules
     arch: ModelArchitecture
+    hub: HubModel | None = None  # where the architecture came from when it was read from the Hub
 
 
 def server_architecture(
-    server: ServerSpec, path: str, s3_profile: S3Profile | None, profile_root: Path | None = None
-) -> ModelArchitecture:
-    """The catalog's entry, or the profile the server names (a local file or directory, or s3://). A
-    relative local path is read from `profile_root` (the project directory), else the working directory."""
+    server: ServerSpec,
+    path: str,
+    s3_profile: S3Profile | None,
+    profile_root: Path | None = None,
+    hub_token: str | None = None,
+) -> tuple[ModelArchitecture, HubModel | None]:
+    """The profile the server names (a local file or directory, or s3://), else the model by its id: the catalog's
+    entry, or the Hub's files at the server's revision. A relative local path is read from `profile_root` (the
+    project directory), else the working directory. The Hub read comes back too, for the plan to show."""
     profile = server.profile
+    hub: HubModel | None = None
     try:
         if profile is None:
-            arch = catalog_architecture(server.model)
+            arch, hub = named_model(server.model, server.revision, token=hub_token)
         elif profile.startswith("s3://"):
             if s3_profile is None:
                 raise ArchitectureError(
@@ -102,21 +111,23 @@ def server_architecture(
         else:
             local = Path(profile)
             arch = architecture_from_path((profile_root or Path.cwd()) / local, server.model)
-    except KeyError:
-        raise ArchitectureError(
-            f"'{server.model}' is not in colo's model catalog; set {path}.profile to its config.json, a model "
-            f"directory, or an s3:// prefix holding config.json"
-        ) from None
+    except HubError:
+        raise  # already a sentence, naming the key it is about
     except (OSError, ValueError) as exc:
         raise ArchitectureError(f"cannot read the architecture from {profile}: {exc}") from None
     try:
-        return resolve_architecture(arch, server.quantization, vllm_version=server.vllm.version)
+        return resolve_architecture(arch, server.quantization, vllm_version=server.vllm.version), hub
     except QuantizationRefused as exc:
         raise ArchitectureError(f"quantization: {exc}") from None
 
 
 def check_server(
-    role: Role, server: ServerSpec, path: str, s3_profile: S3Profile | None, profile_root: Path | None = None
+    role: Role,
+    server: ServerSpec,
+    path: str,
+    s3_profile: S3Profile | None,
+    profile_root: Path | None = None,
+    hub_token: str | None = None,
 ) -> tuple[CheckedServer | None, list[Problem]]:
     """Refuse what vLLM would refuse at start: an unmirrored release, a flag it lacks, an unreadable
     architecture, MTP without MTP layers."""
@@ -129,7 +140,9 @@ def check_server(
     if server.kv_cache_memory_bytes is not None and missing:
         problems.append(Problem(f"{path}.kvCacheMemoryBytes", missing))
     try:
-        arch = server_architecture(server, path, s3_profile, profile_root)
+        arch, hub = server_architecture(server, path, s3_profile, profile_root, hub_token)
+    except HubError as exc:
+        return None, [*problems, Problem(f"{path}.{exc.about}", str(exc))]
     except ArchitectureError as exc:
         return None, [*problems, Problem(f"{path}.profile" if server.profile else f"{path}.model", str(exc))]
     if server.speculative and server.speculative.method == "mtp" and arch.mtp_layers == 0:
@@ -142,17 +155,23 @@ def check_server(
                 f"use a draft model method (eagle, eagle3, ngram) or drop speculative",
             ),
         ]
-    return CheckedServer(role, path, server, rules, arch), problems
+    return CheckedServer(role, path, server, rules, arch, hub), problems
 
 
 def validate_pair(
-    pair: Pair, index: int, s3_profile: S3Profile | None, profile_root: Path | None = None
+    pair: Pair,
+    index: int,
+    s3_profile: S3Profile | None,
+    profile_root: Path | None = None,
+    hub_token: str | None = None,
 ) -> tuple[list[CheckedServer], list[Problem]]:
     """Every server of the pair in start order, and every problem found (all servers are checked)."""
     checked: list[CheckedServer] = []
     problems: list[Problem] = []
     for role, server in pair.servers_in_start_order():
-        ready, found = check_server(role, server, f"colo:pairs[{index}].{role}", s3_profile, profile_root)
+        ready, found = check_server(
+            role, server, f"colo:pairs[{index}].{role}", s3_profile, profile_root, hub_token
+        )
         problems += found
         if ready is not None:
             checked.append(ready)
@@ -180,6 +199,7 @@ def refusal_problems(checked: list[CheckedServer], gpu_spec: GpuSpec) -> list[Pr
             allow_long_max_model_len=spec.allow_long_max_model_len,
             language_model_only=spec.language_model_only,
             skip_mm_profiling=spec.skip_mm_profiling,
+            trust_remote_code=spec.trust_remote_code,
         )
         for refusal in vllm_refusals(server.rules, arch, gpu_spec, settings):
             problems.append(Problem(f"{server.path}.{refusal.key}", refusal.message))
@@ -272,6 +292,8 @@ def server_args(pair_name: str, checked: CheckedServer, memory_plan: ServerPlan)
         served_name=server.model,
         model_path=model_path,
         extra_args=server.extra_args,
+        revision=loaded_revision(checked),
+        trust_remote_code=server.trust_remote_code,
     )
     return tuple(args)
 
@@ -293,6 +315,22 @@ def startup_probes(
         waited += probe.own_seconds
         probes.append(probe)
     return probes
+
+
+def model_source(checked: CheckedServer) -> ModelSource:
+    hub = checked.hub
+    if hub is not None:
+        return ModelSource("hub", hub.repo_id, hub.revision, hub.commit, hub.notes)
+    return ModelSource("profile" if checked.spec.profile else "catalog")
+
+
+def loaded_revision(checked: CheckedServer) -> str | None:
+    """The revision vLLM is told to load: the commit colo sized where the stack pins one (a branch or tag moves;
+    the commit it resolved to at plan time does not), the pin as written where a profile stood in for the Hub."""
+    server = checked.spec
+    if server.revision is None or server.weights_uri is not None:
+        return None
+    return checked.hub.commit if checked.hub is not None else server.revision
 
 
 def assemble_pair(
@@ -319,6 +357,8 @@ def assemble_pair(
             ready.spec.weights_uri,
             memory_plan,
             vllm_env(ready),
+            model_source(ready),
+            ready.hub is not None and ready.hub.gated,
         )
         for ready, memory_plan, server_args, probe in zip(
             checked, gpu_plan.servers, args, probes, strict=True
@@ -339,7 +379,8 @@ def plan_pair(
     s3_profile: S3Profile | None,
 ) -> tuple[PairPlan | None, list[Problem]]:
     """The pair's plan and its problems; None when a server could not be sized at all."""
-    checked, problems = validate_pair(pair, index, s3_profile, config.project_dir)
+    token = config.hub_token.get_secret_value() if config.hub_token else None
+    checked, problems = validate_pair(pair, index, s3_profile, config.project_dir, token)
     problems += refusal_problems(checked, gpu_spec)
     if problems:
         return None, problems

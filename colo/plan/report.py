@@ -25,6 +25,13 @@ def server_view(server: Server) -> dict[str, Any]:
         "role": server.role,
         "name": server.name,
         "model": server.model,
+        "model_source": {
+            "kind": server.source.kind,
+            "repo_id": server.source.repo_id,
+            "revision": server.source.revision,
+            "commit": server.source.commit,
+            "notes": list(server.source.notes),
+        },
         "image": server.image,
         "port": server.port,
         "memory": memory_view(server.memory_plan),

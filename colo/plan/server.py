@@ -3,10 +3,28 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from colo.plan.probes import ProbeBudget
 from colo.roles import Role
 from colo.vllm import ServerPlan
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Where a server's architecture was read: colo's catalog, the server's profile, or the Hub at a commit."""
+
+    kind: Literal["catalog", "profile", "hub"]
+    repo_id: str | None = None  # the Hub's spelling, for a Hub read
+    revision: str | None = None  # as the stack pins it; None: main at plan time
+    commit: str | None = None  # what the revision resolved to
+    notes: tuple[str, ...] = ()  # what the read fell back on
+
+    def describe(self) -> str:
+        if self.kind != "hub":
+            return self.kind
+        pin = f"revision {self.revision}" if self.revision else "main, unpinned"
+        return f"Hub {self.repo_id} at {self.commit} ({pin})"
 
 
 @dataclass(frozen=True)
@@ -24,6 +42,8 @@ class Server:
     weights_uri: str | None
     memory_plan: ServerPlan
     env: tuple[tuple[str, str], ...] = ()  # environment variables the server's vLLM reads
+    source: ModelSource = ModelSource("catalog")
+    hub_gated: bool = False  # a Hub read found the repository gated
 
     @property
     def accepts_gpu_uuid(self) -> bool:

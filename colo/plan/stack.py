@@ -114,7 +114,7 @@ def make_plan(
         tolerations=tolerations,
         device_plugin=plugin,
         warnings=(
-            *hub_access_warnings(config),
+            *hub_access_warnings(config, pairs),
             *observability_warnings(config, plugin),
             *scrape_warnings(config),
         ),

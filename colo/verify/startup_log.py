@@ -29,7 +29,7 @@ figure, the KV pool the smallest (vLLM sizes every rank to the smallest pool).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 _NUM = r"(-?\d+(?:\.\d+)?)"
@@ -74,6 +74,9 @@ _KV_TOO_SMALL = re.compile(
 _NO_KV = re.compile(r"No available memory for the cache blocks")
 _OOM = re.compile(r"CUDA out of memory|OutOfMemoryError")
 _ENGINE_FAILED = re.compile(r"EngineCore failed to start|Engine core initialization failed")
+# uvicorn's line once the API server answers (every release's `vllm serve`): what fails after it failed
+# while serving, not at startup
+_SERVING = re.compile(r"Application startup complete")
 
 ErrorKind = Literal["free_memory", "kv_too_small", "no_kv_memory", "out_of_memory", "engine_failed"]
 
@@ -122,6 +125,7 @@ class StartupLog:
     summary: StartupSummary | None
     error: StartupError | None
     ranks: int  # how many ranks logged their weights (1 unless tensor parallel)
+    serving_error: StartupError | None = None  # a failure after the server began answering
 
     @property
     def has_startup_lines(self) -> bool:
@@ -225,8 +229,27 @@ def _error(text: str) -> StartupError | None:
     return None
 
 
+def _serving_error(serving: str) -> StartupError | None:
+    """The first failure after the server answered, with its whole line (what it tried, what was free)."""
+    error = _error(serving)
+    if error is None:
+        return None
+    start = serving.find(error.text)
+    line_start = serving.rfind("\n", 0, start) + 1
+    line_end = serving.find("\n", start)
+    line = serving[line_start : line_end if line_end >= 0 else len(serving)]
+    return replace(error, text=line.split("] ", 1)[-1].strip()[:300])
+
+
+def _split_at_serving(text: str) -> tuple[str, str]:
+    """(startup, serving): the log before and after the API server began answering."""
+    match = _SERVING.search(text)
+    return (text, "") if match is None else (text[: match.start()], text[match.start() :])
+
+
 def parse_startup_log(text: str) -> StartupLog:
     """Every figure the log prints; figures from the summary line fill in what the other lines lack."""
+    startup, serving = _split_at_serving(text)
     weights, ranks = _weights(text)
     summary = _summary(text)
     kv_pool = _kv_pool(text)
@@ -250,6 +273,7 @@ def parse_startup_log(text: str) -> StartupLog:
         graph_estimate_gib=max(estimates) if estimates else None,
         num_gpu_blocks=int(blocks.group(1)) if blocks else None,
         summary=summary,
-        error=_error(text),
+        error=_error(startup),
         ranks=max(ranks, 1),
+        serving_error=_serving_error(serving) if serving else None,
     )

@@ -23,6 +23,8 @@ from colo.vllm.checkpoint.files import (
     architecture_from_path,
     parse_config_json,
 )
+from colo.vllm.checkpoint.hub import HubError, HubModel
+from colo.vllm.checkpoint.named import named_model
 from colo.vllm.checkpoint.quant_methods import (
     QuantizationRefused,
     all_kv_cache_dtypes,
@@ -53,6 +55,7 @@ from colo.vllm.rules import (
     supported_range,
 )
 from colo.vllm.serve_args import vllm_arguments
+from colo.vllm.serve_cli import ServeArgsRefusal, serve_args_refusal
 from colo.vllm.views import budget_view, gpu_view, in_gib
 
 __all__ = [
@@ -69,11 +72,14 @@ __all__ = [
     "EstimateRefused",
     "EstimateRequest",
     "GpuPlan",
+    "HubError",
+    "HubModel",
     "ModelArchitecture",
     "Observation",
     "ProcessBudget",
     "ProcessSpec",
     "QuantizationRefused",
+    "ServeArgsRefusal",
     "ServerPlan",
     "ServerRequest",
     "ServerSettings",
@@ -96,6 +102,7 @@ __all__ = [
     "in_gib",
     "kv_cache_memory_bytes_missing",
     "measured_constants",
+    "named_model",
     "parameter_parts",
     "parse_config_json",
     "parse_header",
@@ -105,6 +112,7 @@ __all__ = [
     "resolve_limits",
     "rules_for",
     "same_release",
+    "serve_args_refusal",
     "served_architecture",
     "supported_range",
     "tensor_bytes_by_part",

@@ -14,8 +14,9 @@ from typing import Any
 
 from colo.catalog import GIB, GpuLookupError, GpuSpec, resolve_gpu
 from colo.vllm.checkpoint.architecture import ModelArchitecture
-from colo.vllm.checkpoint.catalog import catalog_architecture
 from colo.vllm.checkpoint.files import architecture_from_path
+from colo.vllm.checkpoint.hub import HubError, HubModel
+from colo.vllm.checkpoint.named import named_model
 from colo.vllm.checkpoint.quant_methods import QuantizationRefused, resolve_architecture
 from colo.vllm.process.budget import ProcessBudget, ProcessSpec, size_process
 from colo.vllm.process.engine_limits import resolve_limits
@@ -32,8 +33,9 @@ class EstimateRequest:
     """What to size, in vLLM's own terms: each field is the `vllm serve` flag of the same name (dashes for
     underscores), None where the flag is left to vLLM's default; `colo estimate`'s flags are these."""
 
-    model: str  # a catalog id, or a path to a config.json or model directory
+    model: str  # a path to a config.json or model directory, else a Hugging Face id (catalog first, then the Hub)
     vllm_version: str
+    revision: str | None = None  # the Hub revision a Hub id is read at; None: main
     gpu: str | None = None  # any name nvidia-smi prints, or its short form
     gpu_memory_mib: int | None = None  # the CUDA total, for a GPU the catalog lacks
     gpu_memory_utilization: float | None = None
@@ -53,6 +55,7 @@ class EstimateRequest:
     language_model_only: bool = False
     limit_mm_per_prompt: dict[str, int] | None = None
     skip_mm_profiling: bool = False
+    trust_remote_code: bool = False  # --trust-remote-code
     flashinfer_installed: bool = True  # the official images carry it; a pip install may not
     peer_to_peer: bool = True  # False: tensor-parallel ranks cannot reach each other directly
     dtype: str | None = None  # --dtype (None: auto)
@@ -76,6 +79,8 @@ class Estimate:
     gpu: GpuSpec
     rules: VllmRules
     budget: ProcessBudget
+    hub: HubModel | None = None  # the Hub read the architecture came from, if it did
+    source: str = "catalog"  # where the architecture was read: catalog, file or hub
     stages: tuple[ProcessBudget, ...] = ()  # one per pipeline stage (empty without pipeline parallelism)
 
     @property
@@ -89,19 +94,18 @@ class Estimate:
         return all(stage.ok for stage in self.stages) if self.stages else self.budget.ok
 
 
-def _architecture(model: str) -> ModelArchitecture:
-    path = Path(model)
+def _architecture(args: EstimateRequest) -> tuple[ModelArchitecture, HubModel | None, str]:
+    path = Path(args.model)
     if path.exists():
         try:
-            return architecture_from_path(path, path.name)
+            return architecture_from_path(path, path.name), None, "file"
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise EstimateRefused("model", f"cannot read an architecture from {model}: {exc}") from None
+            raise EstimateRefused("model", f"cannot read an architecture from {args.model}: {exc}") from None
     try:
-        return catalog_architecture(model)
-    except KeyError:
-        raise EstimateRefused(
-            "model", f"'{model}' is neither a catalog model nor a path to a config.json or model directory"
-        ) from None
+        arch, hub = named_model(args.model, args.revision)
+    except HubError as exc:
+        raise EstimateRefused(exc.about, exc.args[0]) from None
+    return arch, hub, "catalog" if hub is None else "hub"
 
 
 def _gpu(args: EstimateRequest) -> GpuSpec:
@@ -135,6 +139,7 @@ def _refuse_what_vllm_refuses(args: EstimateRequest, spec: ProcessSpec) -> None:
         allow_long_max_model_len=args.allow_long_max_model_len,
         language_model_only=args.language_model_only,
         skip_mm_profiling=args.skip_mm_profiling,
+        trust_remote_code=args.trust_remote_code,
         pipeline_parallel_size=args.pipeline_parallel_size,
     )
     refusals = vllm_refusals(spec.rules, spec.arch, spec.gpu, settings)
@@ -148,9 +153,10 @@ def estimate(args: EstimateRequest, *, kv_pool_bytes: int | None = None) -> Esti
     comparisons "given the pool" (the user's way is --kv-cache-memory-bytes, where the release has it)."""
     gpu_spec = _gpu(args)
     rules = _rules(args)
+    read, hub, source = _architecture(args)
     try:
         arch = resolve_architecture(
-            _architecture(args.model),
+            read,
             args.quantization,
             vllm_version=args.vllm_version,
             capability=gpu_spec.compute_capability,
@@ -193,12 +199,12 @@ def estimate(args: EstimateRequest, *, kv_pool_bytes: int | None = None) -> Esti
     _refuse_what_vllm_refuses(args, spec)
     free = None if args.free_memory_gib is None else round(args.free_memory_gib * GIB)
     if args.pipeline_parallel_size == 1:
-        return Estimate(arch, gpu_spec, rules, size_process(spec, free_before_bytes=free))
+        return Estimate(arch, gpu_spec, rules, size_process(spec, free_before_bytes=free), hub, source)
     budgets = tuple(
         size_process(replace(spec, stage=stage), free_before_bytes=free)
         for stage in stages(arch.num_layers, args.pipeline_parallel_size)
     )
-    return Estimate(arch, gpu_spec, rules, _binding(budgets), budgets)
+    return Estimate(arch, gpu_spec, rules, _binding(budgets), hub, source, budgets)
 
 
 def _binding(budgets: tuple[ProcessBudget, ...]) -> ProcessBudget:
@@ -257,6 +263,17 @@ def _pipeline_view(result: Estimate) -> dict[str, Any]:
 def estimate_view(result: Estimate) -> dict[str, Any]:
     view = {
         "model": result.arch.model_id,
+        "model_source": (
+            {
+                "kind": "hub",
+                "repo_id": hub.repo_id,
+                "revision": hub.revision,
+                "commit": hub.commit,
+                "notes": list(hub.notes),
+            }
+            if (hub := result.hub) is not None
+            else {"kind": result.source}
+        ),
         "gpu": result.gpu.name,
         "gpu_detail": gpu_view(result.gpu),
         "rules": result.rules.label,

@@ -41,6 +41,9 @@ from colo.vllm.rules import newest_range_from
 DERIVED: dict[str, str] = {
     "--model": "which colo passes itself: set the server's `model` (and `weightsUri` for a local copy)",
     "--served-model-name": "which colo sets to the model id: set the server's `model`",
+    "--revision": "which colo sets to the Hub commit it sized: set the server's `revision`",
+    "--trust-remote-code": "which decides the architecture vLLM builds: set the server's `trustRemoteCode`",
+    "--no-trust-remote-code": "which decides the architecture vLLM builds: set the server's `trustRemoteCode`",
     "--host": "which colo sets to 0.0.0.0 so that the probes and the Service reach the server",
     "--port": "which colo sets per role (LLM 8000, embedding 8001, reranker 8002) for the probes and Services",
     "--gpu-memory-utilization": "which colo derives from the budget: set `gpuMemoryUtilization` to override it",

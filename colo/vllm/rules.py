@@ -126,6 +126,9 @@ class VllmRules(_Strict):
     batch_tiers: tuple[BatchTier, ...]  # in the order get_batch_defaults tests them
     max_num_seqs_capped_by_batched_tokens: bool  # max_num_seqs = min(default, max_num_batched_tokens)
     max_model_len_error: Literal["0.8.0", "0.10.2"]  # _get_and_verify_max_len's wording
+    # get_sentence_transformer_tokenizer_config returns sentence_bert_config.json only when it also sets
+    # do_lower_case; its max_seq_length then replaces the derived max_model_len
+    encoder_config_needs_do_lower_case: bool
     pooling_flag: Literal["task", "runner"]  # `--task embed` before 0.10.1, `--runner pooling` after
     # --- which engine runs (EngineArgs._is_v1_supported_oracle, docs §12): a V0 fallback is refused
     v1_min_compute_capability: int | None  # major*10+minor below which V1 falls back to V0

@@ -18,8 +18,19 @@ def _number(value: float) -> str:
 
 
 def vllm_arguments(
-    budget: ProcessBudget, *, role: Role, model: str, served_name: str, model_path: str, extra_args: list[str]
+    budget: ProcessBudget,
+    *,
+    role: Role,
+    model: str,
+    served_name: str,
+    model_path: str,
+    extra_args: list[str],
+    revision: str | None = None,
+    trust_remote_code: bool = False,
 ) -> list[str]:
+    """`revision`: the Hub commit the budget was sized for, which vLLM then downloads (its tokenizer follows
+    the model's revision unless told otherwise: vllm 0.8.5 config.py::ModelConfig.__init__, 0.20.0
+    config/model.py::ModelConfig.__post_init__)."""
     spec = budget.spec
     role_spec = ROLES[role]
     args = [
@@ -39,6 +50,10 @@ def vllm_arguments(
         "--max-num-batched-tokens",
         str(spec.limits.max_num_batched_tokens),
     ]
+    if revision is not None:
+        args += ["--revision", revision]
+    if trust_remote_code:
+        args.append("--trust-remote-code")
     if spec.arch.quantization_flag is not None:
         args += ["--quantization", spec.arch.quantization_flag]
     if spec.kv_cache_memory_bytes is not None:

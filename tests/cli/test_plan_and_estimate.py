@@ -73,7 +73,7 @@ def test_an_invalid_config_exits_two_without_a_traceback(
     assert "Traceback" not in err
 
 
-def test_a_model_outside_the_catalog_is_an_invalid_config_that_asks_for_its_config_json(
+def test_a_model_outside_the_catalog_with_no_hub_in_reach_is_an_invalid_config_that_names_the_ways_out(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     def unknown(values: dict) -> None:  # type: ignore[type-arg]
@@ -81,8 +81,12 @@ def test_a_model_outside_the_catalog_is_an_invalid_config_that_asks_for_its_conf
 
     assert main(["plan", "--config", str(_stack_file(tmp_path, unknown))]) == 2
     err = capsys.readouterr().err
-    assert "colo:pairs[0].llm.model: 'example/unknown-13b' is not in colo's model catalog" in err
-    assert "colo:pairs[0].llm.profile" in err
+    assert (
+        "colo:pairs[0].llm.model: 'example/unknown-13b' is not in colo's model catalog, and cannot reach"
+        in err
+    )
+    assert "HF_ENDPOINT" in err and "`profile`" in err
+    assert "Traceback" not in err
 
 
 UNPLANNABLE = [

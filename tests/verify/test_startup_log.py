@@ -105,6 +105,33 @@ def test_startup_errors_are_told_apart_and_keep_their_figures() -> None:
     assert negative.kv_pool_gib == -2.14
 
 
+# The shape of Qwen3-32B's eager log on one H200 (vLLM 0.22.0, our GPU run of 2026-12-02): it started, then ran
+# out of memory under load; only what fails before uvicorn reports the application started is a startup error.
+SERVED_THEN_OOM = "\n".join(
+    [
+        "(EngineCore pid=2163) INFO 12-02 02:56:59 [v1/worker/gpu_worker.py:466] Available KV cache memory: 70.73 GiB",
+        "(APIServer pid=2095) INFO:     Application startup complete.",
+        "(EngineCore pid=2163) ERROR 12-02 02:58:04 [v1/engine/core.py:1167] torch.OutOfMemoryError: CUDA out of "
+        "memory. Tried to allocate 400.00 MiB. GPU 0 has a total capacity of 139.80 GiB of which 339.56 MiB is free.",
+    ]
+)
+
+
+def test_a_failure_after_the_server_answered_is_no_startup_error_but_is_kept() -> None:
+    log = parse_startup_log(SERVED_THEN_OOM)
+    assert log.error is None and log.kv_pool_gib == 70.73
+    assert log.serving_error is not None and log.serving_error.kind == "out_of_memory"
+    assert log.serving_error.text.startswith(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 400.00"
+    )
+
+
+def test_a_failure_before_the_server_answered_is_a_startup_error() -> None:
+    startup, serving = SERVED_THEN_OOM.split("\n(APIServer", 1)
+    log = parse_startup_log("\n".join([startup, SERVED_THEN_OOM.splitlines()[-1], "(APIServer" + serving]))
+    assert log.error is not None and log.error.kind == "out_of_memory"
+
+
 def test_the_0_14_error_that_names_the_device_and_wraps_across_lines_is_read() -> None:
     text = (
         "ValueError: Free memory on device cuda:0 (14.52/31.36 GiB) on startup is less\n"

@@ -81,6 +81,26 @@ def test_a_server_that_failed_to_start_where_the_plan_said_it_starts_is_named(
     assert "startup error logged: EngineCore failed to start" in out
 
 
+def test_a_server_that_started_and_then_failed_while_serving_starts_with_a_note(
+    stack: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "chat-llm.log"
+    log.write_text(
+        excerpt(REAL_LOG)
+        + "\n(APIServer pid=1) INFO:     Application startup complete."
+        + "\n(EngineCore pid=2) ERROR [core.py:1167] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 400.00 MiB."
+    )
+    code, out, _ = _verify(
+        capsys, "--config", str(stack), "--log", str(log), "--server", "chat/llm", "--format", "json"
+    )
+    (server,) = json.loads(out)["servers"]
+    terms = {t["term"]: t for t in server["terms"]}
+    assert code == 0 and terms["starts"]["observed"] == "starts" and server["startup_error"] is None
+    assert server["notes"] == [
+        "started, then failed while serving: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 400.00 MiB."
+    ]
+
+
 def test_a_directory_of_logs_reads_every_server_and_says_which_could_not_be_read(
     stack: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

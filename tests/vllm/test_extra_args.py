@@ -152,7 +152,6 @@ def test_a_spelling_is_read_only_from_the_release_that_introduced_it(spelling: s
 
 OTHER_OPTIONS = [
     "--enable-prefix-caching",
-    "--trust_remote_code",
     "--max-logprobs=5",
     "--tokenizer-mode",
     "--chat-template=/models/template.jinja",
@@ -176,6 +175,12 @@ OTHER_OPTIONS = [
 @pytest.mark.parametrize("arg", OTHER_OPTIONS)
 def test_options_colo_does_not_derive_and_plain_values_pass(arg: str, version: str) -> None:
     assert extra_arg_refusal(arg, version) is None
+
+
+def test_trusting_remote_code_and_the_revision_are_stack_keys_not_extra_args() -> None:
+    """Both decide what vLLM loads, which colo reads before it sizes anything."""
+    assert "trustRemoteCode" in (extra_arg_refusal("--trust_remote_code", "0.19.1") or "")
+    assert "`revision`" in (extra_arg_refusal("--revision=main", "0.19.1") or "")
 
 
 def test_a_refusal_names_the_stack_key_to_use_instead() -> None:

@@ -53,6 +53,7 @@ class VisionGeometry:
     out_hidden_size: int
     deepstack_layers: int = 0  # deepstack_visual_indexes: extra encoder outputs handed to the decoder
     modalities: tuple[str, ...] = ("image",)
+    max_pixels: int | None = None  # preprocessor_config.json's largest image; None: the processor's default
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,10 @@ class ModelArchitecture:
     derived_max_model_len: float | None = None  # None: max_position_embeddings
     max_model_len_key: str = "max_position_embeddings"
     model_max_length: int | None = None
+    # sentence_bert_config.json (a sentence-transformers model): its max_seq_length replaces the derived length
+    # where the release takes the file (`get_sentence_transformer_tokenizer_config`); do_lower_case was once required.
+    encoder_max_seq_length: int | None = None
+    encoder_config_has_do_lower_case: bool = False
     tie_word_embeddings: bool = False
     attention_bias: bool = False
     attn_output_gate: bool = False  # q_proj also emits a per-head output gate (Qwen3-Next, Qwen3.5/3.6)
@@ -114,6 +119,7 @@ class ModelArchitecture:
     quant_scheme: QuantizationScheme = UNQUANTIZED  # the checkpoint's block: formats, targets, ignore list
     quantization_flag: str | None = None  # `--quantization` as given (None: vLLM reads the checkpoint)
     model_type: str = ""  # config.json model_type: some overrides depend on it (gpt_oss)
+    has_auto_map: bool = False  # config.json names the repository's own classes (trust_remote_code territory)
     checkpoint_bytes: int | None = None  # exact bytes of the weights when read from safetensors headers
     checkpoint_bytes_by_part: Mapping[str, int] = field(default_factory=dict)
     config_dtypes: ConfigDtypes | None = None  # None: a geometry built by hand, whose `dtype` is the config's

@@ -8,13 +8,19 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from colo.catalog.models import SIDE_FILES
 from colo.files import MIB, decode_utf8, read_bounded
 from colo.vllm.checkpoint.architecture import ArchitectureError, ModelArchitecture
 from colo.vllm.checkpoint.hf_config import from_hf_config
 from colo.vllm.checkpoint.safetensors import read_index, read_local_headers, tensor_bytes_by_part
 
 MAX_CONFIG_BYTES = 4 * MIB  # config.json files of real checkpoints are tens of kilobytes
+# Files vLLM reads beside config.json where a checkpoint has them, each for a figure of the budget.
+SIDE_FILES = (
+    "hf_quant_config.json",  # ModelOpt checkpoints' quantization block
+    "quantize_config.json",  # older GPTQ/AWQ checkpoints' quantization block
+    "sentence_bert_config.json",  # a sentence-transformers model's max_seq_length caps the context
+    "preprocessor_config.json",  # a vision model's largest image, which vLLM profiles the encoder with
+)
 
 
 def from_config(

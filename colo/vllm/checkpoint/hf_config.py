@@ -338,7 +338,29 @@ def context_limit(config: HfConfig) -> ContextLimit:
     return ContextLimit(_rope_factor(cfg, derived), key, int(mml) if isinstance(mml, int | float) else None)
 
 
-def vision_geometry(config: HfConfig, text_hidden: int) -> VisionGeometry | None:
+def encoder_config(side_files: Mapping[str, Mapping[str, Any]] | None) -> tuple[int | None, bool]:
+    """sentence_bert_config.json's max_seq_length, and whether it also sets do_lower_case (which vLLM required
+    until 0.32: `get_sentence_transformer_tokenizer_config`)."""
+    found = (side_files or {}).get("sentence_bert_config.json")
+    if not isinstance(found, Mapping) or not isinstance(found.get("max_seq_length"), int):
+        return None, False
+    return int(found["max_seq_length"]), "do_lower_case" in found
+
+
+def image_max_pixels(side_files: Mapping[str, Mapping[str, Any]] | None) -> int | None:
+    """The largest image the checkpoint's image processor accepts (preprocessor_config.json): `max_pixels`, or
+    `size.longest_edge` where newer processors keep it (a pixel count, not an edge, for the Qwen-VL processors)."""
+    found = (side_files or {}).get("preprocessor_config.json")
+    if not isinstance(found, Mapping):
+        return None
+    size = found.get("size")
+    value = found.get("max_pixels") or (size.get("longest_edge") if isinstance(size, Mapping) else None)
+    return int(value) if isinstance(value, int) and value > 0 else None
+
+
+def vision_geometry(
+    config: HfConfig, text_hidden: int, side_files: Mapping[str, Mapping[str, Any]] | None = None
+) -> VisionGeometry | None:
     """The tower's patch geometry, where it has one (a `vision_config` with a patch size)."""
     vision = config.top.get("vision_config")
     if not isinstance(vision, Mapping) or not vision.get("hidden_size"):
@@ -352,6 +374,7 @@ def vision_geometry(config: HfConfig, text_hidden: int) -> VisionGeometry | None
         out_hidden_size=int(vision.get("out_hidden_size") or text_hidden),
         deepstack_layers=len(vision.get("deepstack_visual_indexes") or ()),
         modalities=("image", "video") if temporal > 1 else ("image",),
+        max_pixels=image_max_pixels(side_files),
     )
 
 
@@ -388,7 +411,8 @@ def from_hf_config(
     side_files: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> ModelArchitecture:
     """Build the geometry from a config.json mapping (multimodal configs: the text_config is used);
-    `side_files` holds hf_quant_config.json or quantize_config.json when the checkpoint has one."""
+    `side_files` holds the other files vLLM reads where the checkpoint has them: hf_quant_config.json or
+    quantize_config.json, sentence_bert_config.json, preprocessor_config.json."""
     config = HfConfig.of(raw)
     dims = dimensions(config)
     kinds = layer_kinds(config, dims.num_layers)
@@ -396,6 +420,7 @@ def from_hf_config(
     quantization = quantization_scheme(config, side_files)
     encoder_only = is_encoder_only(config)
     limit = context_limit(config)
+    encoder_length, lower_case_given = encoder_config(side_files)
     return ModelArchitecture(
         model_id=model_id,
         architecture=config.architecture,
@@ -410,6 +435,8 @@ def from_hf_config(
         derived_max_model_len=limit.derived,
         max_model_len_key=limit.key,
         model_max_length=limit.model_max_length,
+        encoder_max_seq_length=encoder_length,
+        encoder_config_has_do_lower_case=lower_case_given,
         dtype=dims.dtype,
         tie_word_embeddings=dims.tie_word_embeddings,
         attention_bias=attention.attention_bias,
@@ -427,11 +454,12 @@ def from_hf_config(
         mla=mla_geometry(config),
         mtp_layers=mtp_layers(config),
         vision_parameters=vision_parameters(config, dims.hidden_size),
-        vision=vision_geometry(config, dims.hidden_size),
+        vision=vision_geometry(config, dims.hidden_size, side_files),
         rotary_dim=attention.rotary_dim,
         quantization=quantization.method,
         quant_scheme=quantization,
         model_type=str(config.top.get("model_type") or config.text.get("model_type") or ""),
+        has_auto_map=isinstance(config.top.get("auto_map"), Mapping),
         config_dtypes=config_dtypes(config),
         source=source,
     )

@@ -98,7 +98,8 @@ def sampler_profile(
 
 # The Qwen-VL image processors allow at most 16384 merged tokens per image by default (max_pixels =
 # 16384 x (patch x merge)^2); vLLM profiles the encoder with an image of that size
-# (`get_image_size_with_most_features`). The figure is the Hugging Face processor's default, not vLLM code.
+# (`get_image_size_with_most_features`). The figure is the Hugging Face processor's default, not vLLM code; a
+# checkpoint's preprocessor_config.json max_pixels replaces it.
 QWEN_VL_MAX_IMAGE_TOKENS = 16384
 
 
@@ -109,7 +110,8 @@ def encoder_profile_kept_bytes(arch: ModelArchitecture) -> int:
     vision = arch.vision
     if vision is None or vision.spatial_merge_size <= 1:
         return 0
-    tokens = QWEN_VL_MAX_IMAGE_TOKENS
+    merged_patch = vision.patch_size * vision.spatial_merge_size
+    tokens = QWEN_VL_MAX_IMAGE_TOKENS if vision.max_pixels is None else vision.max_pixels // merged_patch**2
     patches = tokens * vision.spatial_merge_size**2
     patch_values = vision.in_channels * vision.temporal_patch_size * vision.patch_size**2
     pixels = patches * patch_values * arch.dtype_bytes

@@ -16,6 +16,17 @@ class EngineLimits:
     max_num_batched_tokens: int
 
 
+def derived_max_model_len(arch: ModelArchitecture, rules: VllmRules) -> float:
+    """vLLM's derived maximum length (`_get_and_verify_max_len`): the config's, or a sentence-transformers
+    model's max_seq_length where the release takes its sentence_bert_config.json."""
+    length = arch.encoder_max_seq_length
+    if length is not None and (
+        arch.encoder_config_has_do_lower_case or not rules.encoder_config_needs_do_lower_case
+    ):
+        return length
+    return arch.max_model_len_limit
+
+
 def resolve_limits(
     arch: ModelArchitecture,
     gpu: GpuSpec,
@@ -25,7 +36,7 @@ def resolve_limits(
     max_num_seqs: int | None,
     max_num_batched_tokens: int | None,
 ) -> EngineLimits:
-    model_len = max_model_len or int(arch.max_model_len_limit)  # vLLM's default: the derived length
+    model_len = max_model_len or int(derived_max_model_len(arch, rules))  # vLLM's default: the derived length
     # vLLM matches the device name CUDA reports ("NVIDIA A100-SXM4-80GB"); a GPU given by memory has its label.
     defaults = rules.batch_defaults(gpu.device_name or gpu.name, gpu.cuda_total_bytes)
     seqs = max_num_seqs or defaults.max_num_seqs

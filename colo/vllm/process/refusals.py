@@ -1,6 +1,7 @@
-"""What vLLM refuses before it sizes anything, in its own words: an engine colo does not mirror, a context
-longer than the model's, a tensor-parallel size that does not split the heads, a pipeline-parallel size the model
-class or the layers do not allow, a dtype the GPU or the model type cannot run.
+"""What vLLM refuses before it sizes anything, in its own words: an architecture the release does not register,
+an engine colo does not mirror, a context longer than the model's, a tensor-parallel size that does not split the
+heads, a pipeline-parallel size the model class or the layers do not allow, a dtype the GPU or the model type
+cannot run.
 
 Each refusal names the config key it belongs to (the stack's camelCase name), so `colo plan` and
 `colo estimate` can point at the setting to change.
@@ -11,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from colo.catalog import GpuSpec
+from colo.vllm.architectures import architecture_refusal
 from colo.vllm.checkpoint.architecture import ModelArchitecture
+from colo.vllm.process.engine_limits import derived_max_model_len
 from colo.vllm.process.engine_select import v0_fallback_features, v0_fallback_message
 from colo.vllm.process.model_dtype import dtype_refusals
 from colo.vllm.rules import (
@@ -44,6 +47,7 @@ class ServerSettings:
     allow_long_max_model_len: bool = False  # the stack sets VLLM_ALLOW_LONG_MAX_MODEL_LEN=1
     language_model_only: bool = False
     skip_mm_profiling: bool = False
+    trust_remote_code: bool = False  # --trust-remote-code: the repository's own code may run
     pipeline_parallel_size: int = 1  # `colo estimate` only: a stack server runs on one GPU
 
 
@@ -53,7 +57,9 @@ def max_model_len_refusal(
     """`_get_and_verify_max_len` (vllm 0.8.0 config.py .. 0.33.0 config/model.py): a user max_model_len above
     the derived one is refused unless the config's model_max_length allows it or the override is set."""
     wanted = settings.max_model_len
-    limit = arch.max_model_len_limit  # an int, or a float after a RoPE factor (vLLM prints 131072.0)
+    limit = derived_max_model_len(
+        arch, rules
+    )  # an int, or a float after a RoPE factor (vLLM prints 131072.0)
     if wanted is None or wanted <= limit or settings.allow_long_max_model_len:
         return None
     if arch.model_max_length is not None and wanted <= arch.model_max_length:
@@ -169,6 +175,16 @@ def vllm_refusals(
 ) -> list[Refusal]:
     """Everything vLLM would refuse (or, for the engine, run elsewhere) before the memory budget applies.
     `arch` is the model as vLLM runs it (colo.vllm.process.model_dtype.served_architecture)."""
+    unserved = architecture_refusal(
+        settings.version,
+        [arch.architecture],
+        has_auto_map=arch.has_auto_map,
+        trust_remote_code=settings.trust_remote_code,
+        pooling=settings.pooling,
+        model=arch.model_id,
+    )
+    if unserved is not None:
+        return [Refusal(unserved.key, unserved.message)]  # nothing else matters for a model vLLM cannot load
     refusals: list[Refusal] = [Refusal("dtype", text) for text in dtype_refusals(arch, rules, gpu)]
     features = v0_fallback_features(
         rules,

@@ -1,0 +1,280 @@
+"""Run a spec of starts, loads and stops on the GPU machine; write every log, nvidia-smi reading and figure.
+
+    python3 -m harness.run_pairs SPEC.json OUTDIR [--workdir DIR] [--executable vllm]
+
+The spec (bench/gpu/make_spec.py writes it from `colo plan --format json`) names the models with their
+catalog config, the servers with the plan's own arguments, and the actions in order:
+`{"start": NAME, "timeout_s": S, "expect": "ready"|"refused"}`, `{"load": {label, duration_s, clients}}`,
+`{"stop": NAME}` and `{"smi": LABEL}`. Servers still running at the end are stopped; nothing else is.
+Every action checks the spec's deadline first, so the run ends (and writes its results) within it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .gpu_state import Sampler, snapshot
+from .load import ClientSpec, run_phase
+from .model_dirs import write_model_dir
+from .servers import Running, ServerSpec, start, stop, stop_all, wait_ready
+
+STOP_RESERVE_S = 45.0  # kept back from the deadline: stopping servers and packing the results
+VERSIONS_OF = (
+    "vllm",
+    "torch",
+    "transformers",
+    "tokenizers",
+    "triton",
+    "numpy",
+    "pydantic",
+    "fastapi",
+    "xgrammar",
+)
+
+
+def _now(t0: float) -> float:
+    return round(time.monotonic() - t0, 1)
+
+
+def package_versions() -> dict[str, str | None]:
+    versions: dict[str, str | None] = {}
+    for name in VERSIONS_OF:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def machine_facts() -> dict[str, Any]:
+    facts: dict[str, Any] = {"python": platform.python_version(), "packages": package_versions()}
+    probe = "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0))"
+    try:
+        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+        facts["torch_probe"] = out.stdout.strip() or out.stderr.strip()[-500:]
+    except (OSError, subprocess.SubprocessError) as exc:
+        facts["torch_probe"] = f"failed: {exc}"
+    return facts
+
+
+def write_vllm_shim(bin_dir: Path) -> Path:
+    """`vllm` on PATH for a wheel set installed with --target, whose own console script names another
+    machine's interpreter: the same entry point, `vllm.entrypoints.cli.main:main`."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    shim = bin_dir / "vllm"
+    shim.write_text(f'#!/bin/sh\nexec {sys.executable} -m vllm.entrypoints.cli.main "$@"\n')
+    shim.chmod(0o755)
+    return shim
+
+
+def fetch_metrics(port: int) -> str | None:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+            return str(response.read().decode(errors="replace"))
+    except OSError:
+        return None
+
+
+class StartFailed(RuntimeError):
+    """A server that should have started did not: the rest of the run would only repeat the failure."""
+
+
+@dataclass
+class Run:
+    spec: Mapping[str, Any]
+    out: Path
+    workdir: Path
+    executable: str
+    t0: float = field(default_factory=time.monotonic)
+    running: dict[str, Running] = field(default_factory=dict)
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def logs(self) -> Path:
+        return self.out / "logs"
+
+    @property
+    def remaining_s(self) -> float:
+        return float(self.spec["deadline_s"]) - (time.monotonic() - self.t0) - STOP_RESERVE_S
+
+    def env(self) -> dict[str, str]:
+        return {**os.environ, **{str(k): str(v) for k, v in self.spec.get("env", {}).items()}}
+
+    def record(self, kind: str, **data: Any) -> dict[str, Any]:
+        entry = {"t": _now(self.t0), "action": kind, **data}
+        self.records.append(entry)
+        print(json.dumps({k: v for k, v in entry.items() if k not in ("smi", "phase")}), flush=True)
+        return entry
+
+    def smi(self, label: str) -> dict[str, Any]:
+        try:
+            reading = snapshot(int(self.spec.get("gpu", 0)))
+        except (OSError, subprocess.SubprocessError, ValueError, IndexError) as exc:
+            return self.record("smi", label=label, error=str(exc))
+        (self.logs / f"nvidia-smi-{len(self.records):02d}-{label}.txt").write_text(reading.pop("table"))
+        return self.record(
+            "smi", label=label, used_mib=reading["used_mib"], free_mib=reading["free_mib"], smi=reading
+        )
+
+    def server_spec(self, name: str) -> ServerSpec:
+        data = self.spec["servers"][name]
+        return ServerSpec(
+            name=name,
+            port=int(data["port"]),
+            args=tuple(data["args"]),
+            extra_args=tuple(data.get("extra_args", self.spec.get("extra_args", ()))),
+            env={str(k): str(v) for k, v in data.get("env", {}).items()},
+        )
+
+    def do_start(self, action: Mapping[str, Any]) -> None:
+        name = str(action["start"])
+        expect = action.get("expect", "ready")
+        timeout = min(float(action.get("timeout_s", 600)), self.remaining_s)
+        if timeout < float(action.get("min_s", 60)):
+            self.record("skip", what=f"start {name}", why=f"deadline: {self.remaining_s:.0f} s left")
+            return
+        server = self.server_spec(name)
+        running = start(
+            server,
+            executable=self.executable,
+            workdir=self.workdir,
+            log_path=self.logs / f"{name}.log",
+            env=self.env(),
+        )
+        self.running[name] = running
+        outcome = wait_ready(running, timeout_s=timeout)
+        self.record(
+            "start",
+            server=name,
+            pid=running.process.pid,
+            expect=expect,
+            outcome=outcome,
+            ready_s=running.ready_s,
+            exit_code=running.exit_code,
+            command=server.command(self.executable),
+        )
+        if outcome == "ready":
+            metrics = fetch_metrics(server.port)
+            if metrics is not None:
+                (self.logs / f"{name}.metrics").write_text(metrics)
+        else:
+            stop(self.running.pop(name))
+        self.smi(f"after-start-{name}")
+        if outcome != "ready" and expect == "ready":
+            raise StartFailed(f"{name} did not start ({outcome}); the actions after it need it")
+
+    def do_load(self, phase: Mapping[str, Any]) -> None:
+        label = str(phase["label"])
+        duration = min(float(phase.get("duration_s", 60)), self.remaining_s - 10)
+        clients = [ClientSpec.from_json(c) for c in phase["clients"]]
+        missing = [c.server for c in clients if c.server not in self.running]
+        if missing or duration < 10:
+            why = f"servers not running: {missing}" if missing else f"deadline: {self.remaining_s:.0f} s left"
+            self.record("skip", what=f"load {label}", why=why)
+            return
+        before = self.smi(f"before-load-{label}")
+        with Sampler(int(self.spec.get("gpu", 0)), float(phase.get("sample_s", 0.5))) as sampler:
+            summaries = run_phase(clients, duration_s=duration, seed_base=len(self.records) * 1000)
+        self.record(
+            "load",
+            label=label,
+            clients=summaries,
+            phase=sampler.summary(),
+            min_free_mib=sampler.summary().get("min_free_mib"),
+            idle_free_mib=before.get("free_mib"),
+        )
+        self.smi(f"after-load-{label}")
+
+    def do_stop(self, name: str) -> None:
+        running = self.running.pop(name, None)
+        if running is None:
+            self.record("skip", what=f"stop {name}", why="not running")
+            return
+        stop(running)
+        self.record("stop", server=name, exit_code=running.exit_code)
+
+    def do(self, action: Mapping[str, Any]) -> None:
+        if "start" in action:
+            self.do_start(action)
+        elif "load" in action:
+            self.do_load(action["load"])
+        elif "stop" in action:
+            self.do_stop(str(action["stop"]))
+        elif "smi" in action:
+            self.smi(str(action["smi"]))
+
+    def execute(self) -> None:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self.record("facts", **machine_facts())
+        self.smi("idle")
+        try:
+            for action in self.spec["actions"]:
+                self.do(action)
+        except StartFailed as exc:
+            self.record("abort", why=str(exc))
+        for name in reversed(list(self.running)):  # as a pod's containers stop: the last started first
+            self.do_stop(name)
+        self.smi("end")
+
+
+def prepare(spec: Mapping[str, Any], workdir: Path) -> None:
+    """Model directories under `workdir`, where `vllm serve <model id>` finds them as relative paths."""
+    for model_id, config in spec["models"].items():
+        write_model_dir(workdir, model_id, config)
+
+
+def vllm_executable(workdir: Path) -> str:
+    """`vllm` on PATH, else a shim for a wheel set installed with --target."""
+    return shutil.which("vllm") or str(write_vllm_shim(workdir / "bin"))
+
+
+def pack(out: Path, name: str = "logs.tar.gz") -> Path:
+    archive = out / name
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(out / "logs", arcname="logs")
+    return archive
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("spec", type=Path)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/colo-gpu-run"))
+    parser.add_argument("--executable", help="the vllm to run (default: vllm on PATH, else a shim)")
+    parser.add_argument("--deadline-s", type=float, help="seconds this run may take (default: the spec's)")
+    args = parser.parse_args(argv)
+    spec = json.loads(args.spec.read_text())
+    if args.deadline_s is not None:
+        spec["deadline_s"] = min(float(spec["deadline_s"]), args.deadline_s)
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    prepare(spec, args.workdir)
+    executable = args.executable or vllm_executable(args.workdir)
+    run = Run(spec, args.out, args.workdir, executable)
+    try:
+        run.execute()
+    finally:
+        stop_all(list(run.running.values()))
+        (args.out / "results.json").write_text(json.dumps({"spec": spec, "records": run.records}, indent=1))
+        pack(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

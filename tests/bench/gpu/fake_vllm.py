@@ -1,0 +1,126 @@
+"""A stand-in for `vllm serve` in the GPU harness's tests: vLLM 0.22.0's startup lines, then its HTTP API.
+
+It checks what the real one would refuse first (the model directory, its tokenizer, the port) and refuses a
+utilization above FAKE_VLLM_FREE_FRACTION the way vLLM's startup check words it. While it runs it holds
+FAKE_VLLM_MIB of "GPU memory" in a file under FAKE_GPU_STATE, which the fake nvidia-smi adds up.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+TOTAL_GIB = 139.80
+
+
+def _arg(args: list[str], flag: str, default: str | None = None) -> str | None:
+    return args[args.index(flag) + 1] if flag in args else default
+
+
+def startup_lines(args: list[str]) -> list[str]:
+    util = float(_arg(args, "--gpu-memory-utilization", "0.92") or 0.92)
+    max_len = int(_arg(args, "--max-model-len", "8192") or 8192)
+    return [
+        "INFO 12-02 10:00:00 [api_server.py:1] vLLM API server version 0.22.0",
+        "INFO 12-02 10:00:05 [gpu_model_runner.py:1] Model loading took 1.1200 GiB memory and 2.5 seconds",
+        "INFO 12-02 10:00:09 [gpu_worker.py:1] Available KV cache memory: 1.80 GiB",
+        "INFO 12-02 10:00:09 [kv_cache_utils.py:1] GPU KV cache size: 16,880 tokens",
+        f"INFO 12-02 10:00:09 [kv_cache_utils.py:1] Maximum concurrency for {max_len:,} tokens per request: 2.06x",
+        "INFO 12-02 10:00:12 [gpu_model_runner.py:1] Graph capturing finished in 3 secs, took 0.13 GiB",
+        f"DEBUG 12-02 10:00:12 [gpu_worker.py:1] util {util}",
+    ]
+
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        sys.stdout.write("INFO:     " + format % args + "\n")
+
+    def _json(self, status: int, body: Any) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        if self.path == "/health":
+            self._json(200, {})
+        elif self.path == "/metrics":
+            body = b'vllm:cache_config_info{block_size="16",num_gpu_blocks="1055"} 1.0\n'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        else:
+            self._json(404, {"error": self.path})
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if self.path == "/v1/completions":
+            self._stream(int(body["max_tokens"]))
+        elif self.path == "/v1/embeddings":
+            self._json(
+                200,
+                {"data": [{"embedding": [0.0] * 4}], "usage": {"prompt_tokens": len(body["input"].split())}},
+            )
+        elif self.path == "/rerank":
+            self._json(200, {"results": [{"index": 0, "relevance_score": 0.5}]})
+        else:
+            self._json(404, {"error": self.path})
+
+    def _stream(self, tokens: int) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        for i in range(tokens):
+            self.wfile.write(f"data: {json.dumps({'choices': [{'text': f' w{i}'}]})}\n\n".encode())
+            self.wfile.flush()
+            time.sleep(0.001)
+        usage = {"choices": [], "usage": {"completion_tokens": tokens}}
+        self.wfile.write(f"data: {json.dumps(usage)}\n\ndata: [DONE]\n\n".encode())
+
+
+def main() -> int:
+    args = sys.argv[1:]
+    if not args or args[0] != "serve":
+        print("usage: vllm serve MODEL ...", file=sys.stderr)
+        return 2
+    model, options = args[1], args[2:]
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        if not (Path(model) / name).is_file():
+            print(f"OSError: {model} has no {name} (cwd {os.getcwd()})", flush=True)
+            return 1
+    if "--load-format" not in options:
+        print("fake vllm: expected --load-format dummy", flush=True)
+        return 1
+    util = float(_arg(options, "--gpu-memory-utilization", "0.92") or 0.92)
+    free_fraction = float(os.environ.get("FAKE_VLLM_FREE_FRACTION", "1.0"))
+    if util > free_fraction:
+        print(
+            f"ValueError: Free memory on device cuda:0 ({free_fraction * TOTAL_GIB:.2f}/{TOTAL_GIB:.2f} GiB) on "
+            f"startup is less than desired GPU memory utilization ({util}, {util * TOTAL_GIB:.2f} GiB). Decrease "
+            "GPU memory utilization or reduce GPU memory used by other processes.",
+            flush=True,
+        )
+        return 1
+    state = Path(os.environ["FAKE_GPU_STATE"]) / str(os.getpid())
+    state.write_text(os.environ.get("FAKE_VLLM_MIB", "1000"))
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    print("\n".join(startup_lines(options)), flush=True)
+    server = ThreadingHTTPServer(("127.0.0.1", int(_arg(options, "--port", "8000") or 8000)), Handler)
+    try:
+        server.serve_forever()
+    finally:
+        state.unlink(missing_ok=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,212 @@
+"""The GPU runner, run here against a fake `vllm` and a fake `nvidia-smi` first on PATH.
+
+It must start the planned servers in order with the plan's own arguments (plus only `--load-format dummy`),
+wait for each /health, record a log and an nvidia-smi reading after each start, run bounded loads, record a
+refusal as a refusal, and leave nothing running that it started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.gpu.harness import run_pairs
+from tests.scripts.fakes import Sandbox
+
+FAKE_VLLM = Path(__file__).resolve().parent / "fake_vllm.py"
+NVIDIA_SMI = """
+state="$FAKE_GPU_STATE"
+used=0; for f in "$state"/*; do [[ -f $f ]] && used=$((used + $(cat "$f"))); done
+total=143771
+case "$*" in
+  *query-gpu=index*) echo "0, NVIDIA H200, 580.159.04, $total, $used, $((total - used))" ;;
+  *query-gpu=memory.used*) echo "$used, $((total - used))" ;;
+  *query-compute-apps*) for f in "$state"/*; do [[ -f $f ]] && echo "$(basename "$f"), python3, $(cat "$f")"; done ;;
+  "-i 0") echo "| NVIDIA H200 | ${used}MiB / ${total}MiB |" ;;
+  *) echo "unexpected: $*" >&2; exit 9 ;;
+esac
+exit 0
+"""
+
+
+def _free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def _server(model: str, port: int, util: str, *extra: str) -> dict[str, Any]:
+    args = [
+        model,
+        "--served-model-name",
+        model,
+        "--host",
+        "0.0.0.0",
+        "--port",
+        str(port),
+        "--gpu-memory-utilization",
+        util,
+        *extra,
+    ]
+    return {"port": port, "args": args, "stands_for": []}
+
+
+@pytest.fixture
+def gpu(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> Sandbox:
+    state = sandbox.root / "gpu-state"
+    state.mkdir()
+    sandbox.fake("nvidia-smi", NVIDIA_SMI)
+    sandbox.fake("vllm", f'exec {sys.executable} {FAKE_VLLM} "$@"\n')
+    monkeypatch.setenv("PATH", f"{sandbox.bin}:{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_GPU_STATE", str(state))
+    monkeypatch.setenv("FAKE_VLLM_MIB", "4000")
+    monkeypatch.setenv("FAKE_VLLM_FREE_FRACTION", "0.95")
+    # tokenizer.json comes from the `tokenizers` library on the GPU machine; here a file in its place
+    monkeypatch.setattr(
+        "bench.gpu.harness.model_dirs.write_tokenizer_json", lambda path, vocab: path.write_text("{}")
+    )
+    return sandbox
+
+
+def _spec(ports: list[int], actions: list[dict[str, Any]], deadline_s: float = 120) -> dict[str, Any]:
+    tiny = {
+        "architectures": ["Qwen3ForCausalLM"],
+        "num_hidden_layers": 2,
+        "vocab_size": 151936,
+        "max_position_embeddings": 4096,
+        "hidden_size": 64,
+    }
+    return {
+        "name": "test",
+        "deadline_s": deadline_s,
+        "env": {"VLLM_USE_FLASHINFER_SAMPLER": "0"},
+        "extra_args": ["--load-format", "dummy"],
+        "models": {"Qwen/Qwen3-Embedding-0.6B": tiny, "Qwen/Qwen3-32B": tiny},
+        "servers": {
+            "p-embedding": _server("Qwen/Qwen3-Embedding-0.6B", ports[0], "0.028", "--runner", "pooling"),
+            "p-llm": _server("Qwen/Qwen3-32B", ports[1], "0.917", "--max-model-len", "32768"),
+            "big-llm": _server("Qwen/Qwen3-32B", ports[1], "0.97"),
+        },
+        "actions": actions,
+        "plans": {},
+    }
+
+
+def _run(tmp_path: Path, spec: dict[str, Any]) -> dict[str, Any]:
+    spec_path = tmp_path / "spec.json"
+    spec_path.write_text(json.dumps(spec))
+    out = tmp_path / "out"
+    assert run_pairs.main([str(spec_path), str(out), "--workdir", str(tmp_path / "work")]) == 0
+    return dict(json.loads((out / "results.json").read_text()))
+
+
+def _records(results: dict[str, Any], action: str) -> list[dict[str, Any]]:
+    return [r for r in results["records"] if r["action"] == action]
+
+
+def test_servers_start_in_order_with_the_plans_arguments_and_only_dummy_loading_added(
+    gpu: Sandbox, tmp_path: Path
+) -> None:
+    ports = _free_ports(2)
+    results = _run(tmp_path, _spec(ports, [{"start": "p-embedding"}, {"start": "p-llm"}]))
+    starts = _records(results, "start")
+    assert [(s["server"], s["outcome"]) for s in starts] == [("p-embedding", "ready"), ("p-llm", "ready")]
+    plan_args = _spec(ports, [])["servers"]["p-llm"]["args"]
+    assert starts[1]["command"][1:] == ["serve", *plan_args, "--load-format", "dummy"]
+    logs = tmp_path / "out" / "logs"
+    assert "Available KV cache memory" in (logs / "p-llm.log").read_text()
+    assert "num_gpu_blocks" in (logs / "p-embedding.metrics").read_text()
+
+
+def test_nvidia_smi_is_read_after_each_start_and_nothing_started_is_left_running(
+    gpu: Sandbox, tmp_path: Path
+) -> None:
+    results = _run(tmp_path, _spec(_free_ports(2), [{"start": "p-embedding"}, {"start": "p-llm"}]))
+    used = {r["label"]: r["used_mib"] for r in _records(results, "smi")}
+    assert used["idle"] == 0
+    assert used["after-start-p-embedding"] == 4000 and used["after-start-p-llm"] == 8000
+    assert used["end"] == 0  # both servers, and only they, were stopped
+    assert not list((gpu.root / "gpu-state").iterdir())
+
+
+def test_a_start_vllm_refuses_is_recorded_as_an_exit_with_its_log(gpu: Sandbox, tmp_path: Path) -> None:
+    results = _run(
+        tmp_path, _spec(_free_ports(2), [{"start": "p-embedding"}, {"start": "big-llm", "expect": "refused"}])
+    )
+    refused = _records(results, "start")[1]
+    assert (refused["outcome"], refused["exit_code"], refused["expect"]) == ("exited", 1, "refused")
+    assert (
+        "less than desired GPU memory utilization (0.97"
+        in (tmp_path / "out" / "logs" / "big-llm.log").read_text()
+    )
+
+
+def test_a_load_measures_first_tokens_and_decode_and_samples_the_gpu(gpu: Sandbox, tmp_path: Path) -> None:
+    ports = _free_ports(2)
+    clients = [
+        {
+            "server": "p-llm",
+            "port": ports[1],
+            "model": "Qwen/Qwen3-32B",
+            "kind": "completions",
+            "concurrency": 4,
+            "requests": 8,
+            "prompt_tokens": 32,
+            "max_tokens": 16,
+        },
+        {
+            "server": "p-embedding",
+            "port": ports[0],
+            "model": "Qwen/Qwen3-Embedding-0.6B",
+            "kind": "embeddings",
+            "concurrency": 2,
+            "prompt_tokens": 64,
+        },
+    ]
+    actions = [
+        {"start": "p-embedding"},
+        {"start": "p-llm"},
+        {"load": {"label": "both", "duration_s": 20, "clients": clients}},
+    ]
+    (load,) = _records(_run(tmp_path, _spec(ports, actions)), "load")
+    llm, embedding = load["clients"]
+    assert (llm["ok"], llm["requests"], llm["output_tokens"]) == (8, 8, 128)
+    assert llm["ttft_p50_s"] is not None and llm["tpot_p50_s"] is not None
+    assert embedding["ok"] == embedding["requests"] > 0  # background load until the counted client is done
+    assert load["phase"]["samples"] > 0 and load["min_free_mib"] == 143771 - 8000
+
+
+def test_an_action_that_no_longer_fits_the_deadline_is_skipped_and_said_so(
+    gpu: Sandbox, tmp_path: Path
+) -> None:
+    spec = _spec(_free_ports(2), [{"start": "p-embedding", "min_s": 60}], deadline_s=50)
+    (skip,) = _records(_run(tmp_path, spec), "skip")
+    assert skip["what"] == "start p-embedding" and "deadline" in skip["why"]
+
+
+def test_the_logs_travel_back_in_one_archive(gpu: Sandbox, tmp_path: Path) -> None:
+    _run(tmp_path, _spec(_free_ports(2), [{"start": "p-embedding"}]))
+    with tarfile.open(tmp_path / "out" / "logs.tar.gz") as tar:
+        names = tar.getnames()
+    assert "logs/p-embedding.log" in names and any(n.startswith("logs/nvidia-smi-") for n in names)
+
+
+def test_a_server_that_should_start_but_does_not_ends_the_run_without_the_actions_after_it(
+    gpu: Sandbox, tmp_path: Path
+) -> None:
+    actions = [{"start": "big-llm"}, {"start": "p-embedding"}]
+    results = _run(tmp_path, _spec(_free_ports(2), actions))
+    assert [s["server"] for s in _records(results, "start")] == ["big-llm"]
+    (abort,) = _records(results, "abort")
+    assert "big-llm did not start" in abort["why"]
