@@ -42,7 +42,15 @@ from pydantic import ValidationError
 
 from colo.catalog import GIB, GpuLookupError, gpu
 from colo.config.estimate import EstimateArguments
-from colo.vllm import KV_DTYPE_BYTES, Estimate, EstimateRefused, ModelArchitecture, estimate, parameter_parts
+from colo.vllm import (
+    KV_DTYPE_BYTES,
+    Estimate,
+    EstimateRefused,
+    ModelArchitecture,
+    ProcessBudget,
+    estimate,
+    parameter_parts,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data" / "vllm_startup_logs.yaml"
@@ -290,6 +298,13 @@ def naive_kv_gib(result: Estimate) -> float:
 # --- the four groups ---------------------------------------------------------------------------------
 
 
+def _logged_stage(result: Estimate) -> ProcessBudget:
+    """The rank whose "Model loading took" and "Available KV cache memory" a log shows: at pipeline parallel
+    the first stage's (the only one that prints them from 0.11.1, and the first to print them before), not the
+    binding stage whose blocks the engine keeps (docs/vllm-memory-rules.md §16)."""
+    return result.stages[0] if result.stages else result.budget
+
+
 def _weights(entry: Mapping[str, Any], result: Estimate, results: Results) -> None:
     if entry.get("model_loading_gib") is None:
         return
@@ -300,7 +315,7 @@ def _weights(entry: Mapping[str, Any], result: Estimate, results: Results) -> No
             str(entry["id"]),
             "weights GiB",
             float(entry["model_loading_gib"]),
-            result.budget.weights_bytes / GIB,
+            _logged_stage(result).weights_bytes / GIB,
             naive_weights_gib(result.arch, tp),
         ),
     )
@@ -343,7 +358,7 @@ def _kv_from_util(entry: Mapping[str, Any], result: Estimate, results: Results) 
         return
     naive = naive_kv_gib(result)
     if pool is not None:
-        colo = result.budget.kv_bytes / GIB
+        colo = _logged_stage(result).kv_bytes / GIB
         results.add("kv_util", Comparison(str(entry["id"]), "KV GiB", float(pool), colo, naive))
     capacity = result.budget.capacity
     if entry.get("kv_cache_tokens") is not None and capacity is not None:
