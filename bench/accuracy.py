@@ -563,7 +563,9 @@ def _details(results: Results) -> list[str]:
 @contextmanager
 def local_hub() -> Iterator[None]:
     """HF_ENDPOINT at a loopback Hub serving tests/hub_files, with a throwaway HF_HOME, for the run only."""
-    if str(ROOT) not in sys.path:  # run as a script: the tests' local Hub is in the repository's tests package
+    if (
+        str(ROOT) not in sys.path
+    ):  # run as a script: the tests' local Hub is in the repository's tests package
         sys.path.insert(0, str(ROOT))
     from tests.hub.fixtures import ACCESS_TOKEN, public_repos
     from tests.hub.server import LocalHub
