@@ -42,7 +42,15 @@ from pydantic import ValidationError
 
 from colo.catalog import GIB, GpuLookupError, gpu
 from colo.config.estimate import EstimateArguments
-from colo.vllm import KV_DTYPE_BYTES, Estimate, EstimateRefused, ModelArchitecture, estimate, parameter_parts
+from colo.vllm import (
+    KV_DTYPE_BYTES,
+    Estimate,
+    EstimateRefused,
+    ModelArchitecture,
+    ProcessBudget,
+    estimate,
+    parameter_parts,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data" / "vllm_startup_logs.yaml"
@@ -191,6 +199,24 @@ def _kv_dtype(entry: Mapping[str, Any]) -> str:
     raise Skip(f"KV cache dtype {raw} is not modelled")
 
 
+DTYPE_NAMES = ("auto", "half", "float16", "bfloat16", "float", "float32")
+
+
+def _dtype_flag(entry: Mapping[str, Any]) -> str | None:
+    """`--dtype` where the log states it: its own argument print (`'dtype': 'half'`), else the entry's `dtype`
+    when it is one of vLLM's names (the dtype the run passed or, in bench/data, the one its engine line shows:
+    the same memory either way). None: vLLM's auto, resolved by colo as the release does."""
+    for line in entry.get("excerpt") or ():
+        text = str(line)
+        if "non-default args" not in text and "Namespace(" not in text:
+            continue
+        match = re.search(r"""(?<![\w])['"]?dtype['"]?\s*[:=]\s*['"](\w+)['"]""", text)
+        if match and match.group(1) in DTYPE_NAMES:
+            return match.group(1)
+    stated = str(entry.get("dtype") or "").split(" ")[0]
+    return stated if stated in DTYPE_NAMES and stated != "auto" else None
+
+
 def _quantization_flag(entry: Mapping[str, Any]) -> str | None:
     """`--quantization` where the log's own argument print shows it (`non-default args: {...}` or the 0.8
     `args: Namespace(...)` line): vLLM then takes that method instead of resolving the checkpoint's (online
@@ -221,6 +247,8 @@ def arguments(entry: Mapping[str, Any]) -> EstimateArguments:
         "quantization": _quantization_flag(entry),
         "enforce_eager": bool(entry.get("enforce_eager")),
         "tensor_parallel_size": int(entry.get("tensor_parallel_size") or 1),
+        "pipeline_parallel_size": int(entry.get("pipeline_parallel_size") or 1),
+        "dtype": _dtype_flag(entry),
         # Only where the log's source says how vLLM was installed: a pip install without FlashInfer.
         "without_flashinfer": entry.get("flashinfer_installed") is False,
         # Only where the log or its source says the ranks lack peer-to-peer access.
@@ -270,6 +298,13 @@ def naive_kv_gib(result: Estimate) -> float:
 # --- the four groups ---------------------------------------------------------------------------------
 
 
+def _logged_stage(result: Estimate) -> ProcessBudget:
+    """The rank whose "Model loading took" and "Available KV cache memory" a log shows: at pipeline parallel
+    the first stage's (the only one that prints them from 0.11.1, and the first to print them before), not the
+    binding stage whose blocks the engine keeps (docs/vllm-memory-rules.md §16)."""
+    return result.stages[0] if result.stages else result.budget
+
+
 def _weights(entry: Mapping[str, Any], result: Estimate, results: Results) -> None:
     if entry.get("model_loading_gib") is None:
         return
@@ -280,7 +315,7 @@ def _weights(entry: Mapping[str, Any], result: Estimate, results: Results) -> No
             str(entry["id"]),
             "weights GiB",
             float(entry["model_loading_gib"]),
-            result.budget.weights_bytes / GIB,
+            _logged_stage(result).weights_bytes / GIB,
             naive_weights_gib(result.arch, tp),
         ),
     )
@@ -323,7 +358,7 @@ def _kv_from_util(entry: Mapping[str, Any], result: Estimate, results: Results) 
         return
     naive = naive_kv_gib(result)
     if pool is not None:
-        colo = result.budget.kv_bytes / GIB
+        colo = _logged_stage(result).kv_bytes / GIB
         results.add("kv_util", Comparison(str(entry["id"]), "KV GiB", float(pool), colo, naive))
     capacity = result.budget.capacity
     if entry.get("kv_cache_tokens") is not None and capacity is not None:

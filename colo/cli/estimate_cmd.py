@@ -16,7 +16,12 @@ from pydantic import ValidationError
 from colo.catalog import gpu_names
 from colo.cli.common import ExitCode, schema_choices
 from colo.config.estimate import EstimateArguments, Runner
-from colo.config.schema import KV_CACHE_DTYPE_CHOICES, QUANTIZATION_CHOICES, SpeculativeMethod
+from colo.config.schema import (
+    KV_CACHE_DTYPE_CHOICES,
+    QUANTIZATION_CHOICES,
+    ModelDtype,
+    SpeculativeMethod,
+)
 from colo.errors import ArgumentsError, Problem
 from colo.vllm import EstimateRefused, estimate, estimate_view, supported_range
 
@@ -56,6 +61,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--enforce-eager", action="store_true")
     parser.add_argument("--runner", choices=schema_choices(Runner), default="generate")
     parser.add_argument("--tensor-parallel-size", type=int, default=1)
+    parser.add_argument(
+        "--pipeline-parallel-size",
+        type=int,
+        default=1,
+        help="stages as vLLM splits the layers (get_pp_indices); the figures are the binding stage's, every "
+        "stage is listed under pipeline",
+    )
+    parser.add_argument(
+        "--dtype",
+        choices=schema_choices(ModelDtype),
+        help="vLLM's --dtype; default: auto, as the release resolves it for the checkpoint and the GPU",
+    )
     parser.add_argument("--kv-cache-memory-bytes", type=int)
     parser.add_argument("--free-memory-gib", type=float, help="free memory at start instead of an idle GPU")
     parser.add_argument("--num-speculative-tokens", type=int)
@@ -111,4 +128,4 @@ def run(args: argparse.Namespace) -> int:
     except EstimateRefused as exc:
         raise ArgumentsError([Problem(flag(exc.field), exc.message)]) from None
     print(json.dumps(estimate_view(result), indent=2))
-    return ExitCode.OK if result.budget.ok else ExitCode.FAILS
+    return ExitCode.OK if result.ok else ExitCode.FAILS

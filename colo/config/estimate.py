@@ -21,6 +21,7 @@ from colo.config.schema import (
     MaxNumBatchedTokens,
     MaxNumSeqs,
     MmLimits,
+    ModelDtype,
     NumSpeculativeTokens,
     Quantization,
     Speculative,
@@ -31,6 +32,8 @@ from colo.config.schema import (
 from colo.vllm import EstimateRequest
 
 Runner = Literal["generate", "pooling"]
+# --pipeline-parallel-size: `colo estimate` only (a stack server runs on one GPU); vLLM's ParallelConfig takes >= 1.
+PipelineParallelSize = Annotated[int, Field(ge=1, le=1024)]
 
 
 def _refusal(field: str, message: str) -> ValidationError:
@@ -66,6 +69,8 @@ class EstimateArguments(BaseModel):
     trust_remote_code: bool = False
     without_flashinfer: bool = False
     no_peer_to_peer: bool = False
+    dtype: ModelDtype | None = None
+    pipeline_parallel_size: PipelineParallelSize = 1
 
     @model_validator(mode="after")
     def _gpu_and_speculation_complete(self) -> EstimateArguments:
@@ -113,4 +118,6 @@ class EstimateArguments(BaseModel):
             trust_remote_code=self.trust_remote_code,
             flashinfer_installed=not self.without_flashinfer,
             peer_to_peer=not self.no_peer_to_peer,
+            dtype=self.dtype,
+            pipeline_parallel_size=self.pipeline_parallel_size,
         )

@@ -37,6 +37,7 @@ from colo.vllm import (
     all_kv_cache_dtypes,
     all_quantization_names,
     check_quantization_name,
+    dtype_names,
     extra_arg_refusal,
     quant_release,
     rules_for,
@@ -47,6 +48,9 @@ from colo.vllm import (
 NodeImage = Literal["al2023-nvidia", "bottlerocket-nvidia", "gpu-operator-cdi", "generic-nvidia-runtime"]
 GpuPairing = Literal["uuid-handoff", "dra", "time-slice"]
 SpeculativeMethod = Literal["mtp", "eagle", "eagle3", "ngram"]
+# vLLM's --dtype names in every release colo mirrors (colo/vllm/rules.yaml dtype_names: the same six from 0.8.0 to
+# 0.33.0); a server's pinned release narrows them in ServerSpec._names_of_the_release.
+ModelDtype = Literal["auto", "half", "float16", "bfloat16", "float", "float32"]
 # vLLM's own names, for every release colo knows (colo/vllm/checkpoint/quant_methods.yaml); a server's pinned release
 # narrows them in ServerSpec._names_of_the_release. The CLI takes its choices from here too.
 QUANTIZATION_CHOICES = all_quantization_names()
@@ -344,6 +348,11 @@ class ServerSpec(_Model):
     kv_cache_dtype: KvCacheDtype = Field(
         default="auto", description="vLLM's --kv-cache-dtype names for the pinned release"
     )
+    dtype: ModelDtype | None = Field(
+        default=None,
+        description="vLLM's --dtype: the dtype the model runs in (omitted: not passed, vLLM's auto: the "
+        "checkpoint's, float16 for float32 checkpoints, float16 on GPUs without bfloat16 from 0.9.0)",
+    )
     max_model_len: MaxModelLen | None = None
     allow_long_max_model_len: bool = Field(
         default=False,
@@ -459,6 +468,11 @@ class ServerSpec(_Model):
         once its config is read (colo.vllm.checkpoint.quant_methods.resolve_architecture)."""
         if self.quantization is not None:
             check_quantization_name(self.quantization, self.vllm.version)
+        names = dtype_names(self.vllm.version)
+        if self.dtype is not None and names is not None and self.dtype not in names:
+            raise ValueError(
+                f"vLLM {self.vllm.version} has no --dtype '{self.dtype}'; it accepts: {', '.join(names)}"
+            )
         dtypes = quant_release(self.vllm.version).kv_cache_dtypes
         if self.kv_cache_dtype not in dtypes:
             raise ValueError(

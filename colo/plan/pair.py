@@ -42,6 +42,7 @@ from colo.vllm import (
     resolve_architecture,
     resolve_limits,
     rules_for,
+    served_architecture,
     vllm_arguments,
     vllm_refusals,
 )
@@ -182,6 +183,13 @@ def refusal_problems(checked: list[CheckedServer], gpu_spec: GpuSpec) -> list[Pr
     problems = []
     for server in checked:
         spec = server.spec
+        arch = served_architecture(
+            server.arch,
+            spec.dtype,
+            server.rules,
+            gpu_spec.compute_capability,
+            pooling=ROLES[server.role].pooling,
+        )
         settings = ServerSettings(
             version=spec.vllm.version,
             pooling=ROLES[server.role].pooling,
@@ -193,7 +201,7 @@ def refusal_problems(checked: list[CheckedServer], gpu_spec: GpuSpec) -> list[Pr
             skip_mm_profiling=spec.skip_mm_profiling,
             trust_remote_code=spec.trust_remote_code,
         )
-        for refusal in vllm_refusals(server.rules, server.arch, gpu_spec, settings):
+        for refusal in vllm_refusals(server.rules, arch, gpu_spec, settings):
             problems.append(Problem(f"{server.path}.{refusal.key}", refusal.message))
         try:  # the GPU may lack what the checkpoint's method needs (FP8 below 8.0, say)
             resolve_architecture(
@@ -231,13 +239,16 @@ def process_spec(checked: CheckedServer, gpu_spec: GpuSpec, budget: Budget) -> P
     )
     speculative = server.speculative
     spec = ProcessSpec(
-        arch=arch,
+        arch=served_architecture(
+            arch, server.dtype, checked.rules, gpu_spec.compute_capability, pooling=small
+        ),
         gpu=gpu_spec,
         rules=checked.rules,
         vllm_version=server.vllm.version,
         limits=limits,
         pooling=small,
         kv_cache_dtype=server.kv_cache_dtype,
+        dtype=server.dtype,
         enforce_eager=server.enforce_eager is True,
         capture_sizes=tuple(server.cudagraph_capture_sizes) if server.cudagraph_capture_sizes else None,
         num_speculative_tokens=speculative.num_speculative_tokens if speculative else 0,

@@ -42,10 +42,12 @@ from colo.vllm.process.calibrated import calibrated
 from colo.vllm.process.cudagraph import SMALL_CAPTURE_SIZES
 from colo.vllm.process.engine_limits import resolve_limits
 from colo.vllm.process.kv_cache import KV_DTYPE_BYTES
+from colo.vllm.process.model_dtype import served_architecture
 from colo.vllm.process.refusals import ALLOW_LONG_ENV, ServerSettings, vllm_refusals
 from colo.vllm.process.weights import parameter_parts
 from colo.vllm.rules import (
     VllmRules,
+    dtype_names,
     kv_cache_memory_bytes_missing,
     measured_constants,
     release_key,
@@ -91,6 +93,7 @@ __all__ = [
     "calibrated",
     "catalog_architecture",
     "check_quantization_name",
+    "dtype_names",
     "estimate",
     "estimate_view",
     "extra_arg_refusal",
@@ -112,6 +115,7 @@ __all__ = [
     "rules_for",
     "same_release",
     "serve_args_refusal",
+    "served_architecture",
     "supported_range",
     "tensor_bytes_by_part",
     "vllm_arguments",

@@ -8,7 +8,7 @@ be told. Whatever colo cannot size is refused with the argument to blame.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +20,12 @@ from colo.vllm.checkpoint.named import named_model
 from colo.vllm.checkpoint.quant_methods import QuantizationRefused, resolve_architecture
 from colo.vllm.process.budget import ProcessBudget, ProcessSpec, size_process
 from colo.vllm.process.engine_limits import resolve_limits
+from colo.vllm.process.model_dtype import served_architecture
+from colo.vllm.process.pipeline import stages
 from colo.vllm.process.refusals import ServerSettings, vllm_refusals
+from colo.vllm.process.weight_modules import stage_holds
 from colo.vllm.rules import VllmRules, kv_cache_memory_bytes_missing, rules_for
-from colo.vllm.views import budget_view, gpu_view
+from colo.vllm.views import budget_view, gpu_view, in_gib
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,8 @@ class EstimateRequest:
     trust_remote_code: bool = False  # --trust-remote-code
     flashinfer_installed: bool = True  # the official images carry it; a pip install may not
     peer_to_peer: bool = True  # False: tensor-parallel ranks cannot reach each other directly
+    dtype: str | None = None  # --dtype (None: auto)
+    pipeline_parallel_size: int = 1
 
 
 class EstimateRefused(Exception):
@@ -68,12 +73,25 @@ class EstimateRefused(Exception):
 
 @dataclass(frozen=True)
 class Estimate:
-    arch: ModelArchitecture
+    """One rank's budget; at pipeline parallel, that of the binding stage, beside every stage's."""
+
+    arch: ModelArchitecture  # as vLLM runs it: its dtype resolved
     gpu: GpuSpec
     rules: VllmRules
     budget: ProcessBudget
     hub: HubModel | None = None  # the Hub read the architecture came from, if it did
     source: str = "catalog"  # where the architecture was read: catalog, file or hub
+    stages: tuple[ProcessBudget, ...] = ()  # one per pipeline stage (empty without pipeline parallelism)
+
+    @property
+    def binding_stage(self) -> int:
+        """The stage `budget` is: one that fails (as _binding picks it), else the one with the fewest KV blocks,
+        which vLLM's engine gives every stage (docs/vllm-memory-rules.md §16)."""
+        return self.budget.spec.stage.rank if self.budget.spec.stage else 0
+
+    @property
+    def ok(self) -> bool:
+        return all(stage.ok for stage in self.stages) if self.stages else self.budget.ok
 
 
 def _architecture(args: EstimateRequest) -> tuple[ModelArchitecture, HubModel | None, str]:
@@ -109,7 +127,8 @@ def _rules(args: EstimateRequest) -> VllmRules:
 
 
 def _refuse_what_vllm_refuses(args: EstimateRequest, spec: ProcessSpec) -> None:
-    """A V0 fallback, a context past the model's, a TP size that does not split the heads, an unknown flag."""
+    """A V0 fallback, a context past the model's, a TP or PP size vLLM rejects, a dtype the GPU or the model
+    cannot run, an unknown flag."""
     settings = ServerSettings(
         version=args.vllm_version,
         pooling=spec.pooling,
@@ -121,6 +140,7 @@ def _refuse_what_vllm_refuses(args: EstimateRequest, spec: ProcessSpec) -> None:
         language_model_only=args.language_model_only,
         skip_mm_profiling=args.skip_mm_profiling,
         trust_remote_code=args.trust_remote_code,
+        pipeline_parallel_size=args.pipeline_parallel_size,
     )
     refusals = vllm_refusals(spec.rules, spec.arch, spec.gpu, settings)
     if refusals:
@@ -143,6 +163,10 @@ def estimate(args: EstimateRequest, *, kv_pool_bytes: int | None = None) -> Esti
         )
     except QuantizationRefused as exc:
         raise EstimateRefused("quantization", str(exc)) from None
+    try:
+        arch = served_architecture(arch, args.dtype, rules, gpu_spec.compute_capability, pooling=args.pooling)
+    except ValueError as exc:
+        raise EstimateRefused("dtype", str(exc)) from None
     limits = resolve_limits(
         arch,
         gpu_spec,
@@ -159,6 +183,7 @@ def estimate(args: EstimateRequest, *, kv_pool_bytes: int | None = None) -> Esti
         limits=limits,
         pooling=args.pooling,
         kv_cache_dtype=args.kv_cache_dtype,
+        dtype=args.dtype,
         enforce_eager=args.enforce_eager,
         num_speculative_tokens=args.num_speculative_tokens,
         speculative_method=args.speculative_method,
@@ -173,11 +198,70 @@ def estimate(args: EstimateRequest, *, kv_pool_bytes: int | None = None) -> Esti
     )
     _refuse_what_vllm_refuses(args, spec)
     free = None if args.free_memory_gib is None else round(args.free_memory_gib * GIB)
-    return Estimate(arch, gpu_spec, rules, size_process(spec, free_before_bytes=free), hub, source)
+    if args.pipeline_parallel_size == 1:
+        return Estimate(arch, gpu_spec, rules, size_process(spec, free_before_bytes=free), hub, source)
+    budgets = tuple(
+        size_process(replace(spec, stage=stage), free_before_bytes=free)
+        for stage in stages(arch.num_layers, args.pipeline_parallel_size)
+    )
+    return Estimate(arch, gpu_spec, rules, _binding(budgets), hub, source, budgets)
+
+
+def _binding(budgets: tuple[ProcessBudget, ...]) -> ProcessBudget:
+    """The stage vLLM's figures come from. A failing stage first: the one with the smallest pool where the
+    release checks the whole model against the smallest stage pool (0.14-0.16), else the first in rank order,
+    as get_kv_cache_configs checks the workers; else the one with the fewest KV blocks (the first of equals)."""
+    failing = [b for b in budgets if not b.ok]
+    if failing and failing[0].spec.rules.pp_kv_check == "whole_model_min_stage":
+        return min(failing, key=lambda b: b.kv_bytes)
+    if failing:
+        return failing[0]
+    return min(budgets, key=lambda b: b.capacity.num_blocks if b.capacity else 0)
+
+
+def _stage_view(b: ProcessBudget, blocks_used: int) -> dict[str, Any]:
+    stage = b.spec.stage
+    assert stage is not None
+    return {
+        "rank": stage.rank,
+        "layers": [stage.start, stage.end],
+        **dict(zip(("embedding", "final_norm", "lm_head"), stage_holds(b.spec.arch, stage), strict=True)),
+        "weights_gib": in_gib(b.weights_bytes),
+        "activation_peak_gib": in_gib(b.activation_bytes),
+        "non_torch_gib": in_gib(b.non_torch_bytes),
+        "pp_communication_gib": in_gib(
+            b.communication.before_snapshot + b.communication.in_budget + b.communication.unbudgeted
+        ),
+        "kv_cache_gib": in_gib(b.kv_bytes),
+        "num_gpu_blocks": b.capacity.num_blocks if b.capacity else 0,
+        "num_gpu_blocks_used": blocks_used,
+        "startup_ok": b.startup.ok,
+        "errors": list(b.errors),
+    }
+
+
+def _pipeline_view(result: Estimate) -> dict[str, Any]:
+    """Every stage, the binding one, and the "Available KV cache memory" vLLM prints: each stage's own up to
+    0.11.0, the first stage's only from 0.11.1 (logger.info_once, scope "local"), none before 0.9.1."""
+    binding = result.budget
+    used = binding.capacity.num_blocks if binding.capacity else 0
+    logged = result.rules.pp_available_kv_logged_by
+    first = result.stages[0]
+    return {
+        "pipeline_parallel_size": len(result.stages),
+        "binding_stage": result.binding_stage,
+        "binding_because": "it fails"
+        if not binding.ok
+        else "fewest KV blocks: the engine gives every stage that many",
+        # which stages print "Available KV cache memory", and the figure where only the first does
+        "available_kv_cache_logged_by": logged,
+        "available_kv_cache_logged_gib": in_gib(first.kv_bytes) if logged == "first_stage" else None,
+        "stages": [_stage_view(b, used) for b in result.stages],
+    }
 
 
 def estimate_view(result: Estimate) -> dict[str, Any]:
-    return {
+    view = {
         "model": result.arch.model_id,
         "model_source": (
             {
@@ -195,3 +279,7 @@ def estimate_view(result: Estimate) -> dict[str, Any]:
         "rules": result.rules.label,
         **budget_view(result.budget),
     }
+    if result.stages:
+        view["pipeline"] = _pipeline_view(result)
+        view["ok"] = result.ok
+    return view

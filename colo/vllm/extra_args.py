@@ -55,7 +55,7 @@ DERIVED: dict[str, str] = {
     "--kv-cache-dtype": "which colo sets from the stack: use `kvCacheDtype`",
     "--block-size": "which the budget assumes at vLLM's default of 16 tokens; colo has no key for another",
     "--quantization": "which colo sizes the weights for: use `quantization`",
-    "--dtype": "which the budget assumes to be the checkpoint's own dtype; colo has no key for another",
+    "--dtype": "which colo sizes the model for: use `dtype`",
     "--hf-overrides": "which changes the architecture the budget read: point `profile` at an edited config.json",
     "--enforce-eager": "which colo sets from the stack: use `enforceEager`",
     "--no-enforce-eager": "which colo sets from the stack: use `enforceEager`",

@@ -25,6 +25,11 @@ RULES_FILE = "rules.yaml"
 GIB = 1024**3
 
 
+# Where ModelConfig looks for a checkpoint's dtype: the config's top level, its text config (get_text_config()),
+# vision_config, encoder_config, and the dtypes of the safetensors tensors (their metadata).
+DtypeKey = Literal["root", "text", "vision", "encoder", "weights"]
+
+
 class VllmRulesFileError(Exception):
     """rules.yaml does not match the fields declared here; the message names the key and the range."""
 
@@ -140,6 +145,31 @@ class VllmRules(_Strict):
     zero_mm_limits_skip_tower: bool  # all-zero --limit-mm-per-prompt leaves the vision tower unbuilt
     error_names_device: bool
     uuid_in_cuda_visible_devices: bool  # CUDA_VISIBLE_DEVICES=GPU-<uuid> resolves (else an index is needed)
+    # --- the model dtype, `--dtype` (ModelConfig's _get_and_verify_dtype; docs §15)
+    dtype_names: tuple[str, ...]  # what --dtype accepts
+    # where the checkpoint's dtype is looked up, in order; float32 when none states one
+    dtype_config_keys: tuple[DtypeKey, ...]
+    dtype_model_type: Literal["root", "text"]  # whose model_type the dtype rules read
+    # what `auto` makes of a float32 checkpoint: float16; float16 except Gemma 2/3 (bfloat16); the platform's
+    # preferred dtype (float16 for pooling models, else the first supported one that suits the model type)
+    dtype_float32_auto: Literal["float16", "float16_gemma_bfloat16", "platform_preferred"]
+    dtype_auto_bfloat16_model_types: tuple[str, ...]  # `auto` is bfloat16 whatever the config says
+    # `auto` on a GPU that lacks the checkpoint's dtype: no fallback (the worker then refuses bfloat16 below
+    # compute capability 8.0), the platform's first supported dtype, or its preferred one
+    dtype_auto_fallback: Literal["none", "first_supported", "platform_preferred"]
+    float16_refused_model_types: tuple[str, ...]  # _FLOAT16_NOT_SUPPORTED_MODELS: float16 is a ValueError
+    # --- pipeline parallelism, `--pipeline-parallel-size` (docs §16)
+    # v0: V1 falls back to V0 for any PP; ray_only: V1 only with the Ray executor (the default mp falls
+    # back); v1: the multiprocessing executor runs PP on V1
+    pp_engine: Literal["v0", "ray_only", "v1"]
+    # KV cache groups: formed on each stage's own layers, or on the whole model's and projected on a stage
+    pp_kv_groups: Literal["per_stage", "whole_model"]
+    # "at least one request" check: each stage against its own pool, or the whole model's need against the
+    # smallest stage pool
+    pp_kv_check: Literal["per_stage", "whole_model_min_stage"]
+    pp_kv_tensors_shrunk: bool  # stages above the minimum shrink their KV tensors to the common block count
+    # which stages print "Available KV cache memory": none, each its own, or only the first (local rank 0)
+    pp_available_kv_logged_by: Literal["none", "every_stage", "first_stage"]
     source: str
 
     @model_validator(mode="after")
@@ -388,6 +418,55 @@ def kv_cache_memory_bytes_missing(rules: VllmRules, version: str) -> str | None:
     return f"vLLM {version} has no --kv-cache-memory-bytes (added in {added})"
 
 
+def dtype_names(version: str) -> tuple[str, ...] | None:
+    """The names `--dtype` takes in vLLM `version`; None for a release colo does not mirror."""
+    try:
+        return rules_for(version).dtype_names
+    except ValueError:
+        return None
+
+
 def measured_constants() -> MeasuredConstants:
     """Version-independent figures with their sources (non-torch growth, graph cost, sampler factors)."""
     return _catalog().constants
+
+
+PP_SUPPORT_FILE = "pp_support.yaml"
+
+
+class PpPlacement(_Strict):
+    """Which pipeline stages a model class builds its embedding, final norm and lm_head on."""
+
+    embedding: Literal["first_or_tied_last", "every"]
+    norm: Literal["last", "every"]
+    lm_head: Literal["last", "every"]
+    source: str
+
+
+class _PpSupport(_Strict):
+    source: str
+    placement: dict[str, PpPlacement]
+    unsupported: dict[str, tuple[tuple[str, str], ...]]  # architecture -> (first, last) releases
+
+
+@cache
+def _pp_support() -> _PpSupport:
+    text = resources.files("colo.vllm").joinpath(PP_SUPPORT_FILE).read_text()
+    return _PpSupport.model_validate(yaml.safe_load(text))
+
+
+def supports_pipeline_parallel(architecture: str, version: str) -> bool:
+    """Whether vLLM `version`'s class for `architecture` implements SupportsPP (pp_support.yaml)."""
+    wanted = release_key(version)
+    ranges = _pp_support().unsupported.get(architecture, ())
+    return not any(release_key(first) <= wanted <= release_key(last) for first, last in ranges)
+
+
+def pp_placement(architecture: str) -> PpPlacement | None:
+    """Where vLLM's class for `architecture` puts its embedding, norm and lm_head across stages (None: colo has
+    not read it)."""
+    return _pp_support().placement.get(architecture)
+
+
+def pp_placed_architectures() -> tuple[str, ...]:
+    return tuple(sorted(_pp_support().placement))

@@ -60,6 +60,8 @@ def vllm_arguments(
         args += ["--kv-cache-memory-bytes", str(spec.kv_cache_memory_bytes)]
     if spec.kv_cache_dtype != "auto":
         args += ["--kv-cache-dtype", spec.kv_cache_dtype]
+    if spec.dtype is not None:  # only where the server sets it: omitted, vLLM resolves auto itself
+        args += ["--dtype", spec.dtype]
     args += _runner_args(spec, role)
     args += _graph_args(spec)
     args += _multimodal_args(spec)

@@ -28,6 +28,7 @@ def budget_view(b: ProcessBudget) -> dict[str, Any]:
         "weights_gib": in_gib(b.weights_bytes),
         "activation_peak_gib": in_gib(b.activation_bytes),
         "non_torch_gib": in_gib(b.non_torch_bytes),
+        "dtype": spec.arch.dtype,
         "tensor_parallel_size": spec.tensor_parallel_size,
         "tp_communication_gib": {
             "before_snapshot": in_gib(b.communication.before_snapshot),

@@ -8,7 +8,7 @@ import pytest
 
 from colo.cli import build_parser, main
 from colo.cli.common import ExitCode
-from colo.config.schema import KV_CACHE_DTYPE_CHOICES, QUANTIZATION_CHOICES, SpeculativeMethod
+from colo.config.schema import KV_CACHE_DTYPE_CHOICES, QUANTIZATION_CHOICES, ModelDtype, SpeculativeMethod
 
 ESTIMATE = ["estimate", "--model", "Qwen/Qwen3-8B", "--gpu", "L40S"]
 
@@ -23,6 +23,7 @@ def test_exit_codes_are_the_documented_ones() -> None:
         ("--quantization", QUANTIZATION_CHOICES),
         ("--kv-cache-dtype", KV_CACHE_DTYPE_CHOICES),
         ("--speculative-method", get_args(SpeculativeMethod)),
+        ("--dtype", get_args(ModelDtype)),
     ],
 )
 def test_estimate_accepts_exactly_the_values_a_stack_file_accepts(flag: str, values: tuple[Any, ...]) -> None:

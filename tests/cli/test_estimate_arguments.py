@@ -135,7 +135,7 @@ def test_the_flags_accept_exactly_what_the_stack_schema_accepts() -> None:
     server = ServerSpec.model_fields
     for name in ("max_model_len", "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization"):
         assert fields[name].annotation == server[name].annotation, name
-    for name in ("kv_cache_dtype", "quantization"):  # vLLM's names, checked by one validator each
+    for name in ("kv_cache_dtype", "quantization", "dtype"):  # vLLM's names, checked by one validator each
         assert fields[name].annotation == server[name].annotation, name
         assert fields[name].metadata == server[name].metadata, name
     assert set(get_args(fields["quantization"].annotation)) - {type(None)} == {Quantization}

@@ -229,3 +229,58 @@ def test_estimate_refuses_a_quantization_the_checkpoint_contradicts(
     ]
     assert main(argv) == 2
     assert "does not match the quantization method" in capsys.readouterr().err
+
+
+def _llm_server(view: dict) -> dict:  # type: ignore[type-arg]
+    servers = view["pairs"][0]["servers"]
+    return next(s for s in servers if s["role"] == "llm")
+
+
+def _plan_json(tmp_path: Path, capsys: pytest.CaptureFixture[str], mutate: object) -> tuple[int, dict]:  # type: ignore[type-arg]
+    code = main(["plan", "--config", str(_stack_file(tmp_path, mutate)), "--format", "json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_a_server_that_sets_dtype_is_sized_in_it_and_passes_it_to_vllm(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def float32(values: dict) -> None:  # type: ignore[type-arg]
+        values["pairs"][0]["llm"]["dtype"] = "float32"
+
+    _, default = _plan_json(tmp_path, capsys, lambda values: None)
+    code, wide = _plan_json(tmp_path, capsys, float32)
+    assert code == 0
+    assert "--dtype" not in _llm_server(default)["vllm_args"]
+    args = _llm_server(wide)["vllm_args"]
+    assert args[args.index("--dtype") + 1] == "float32"
+    assert _llm_server(wide)["memory"]["dtype"] == "float32"
+    assert _llm_server(wide)["memory"]["weights_gib"] > _llm_server(default)["memory"]["weights_gib"]
+
+
+def test_a_dtype_the_model_type_refuses_stops_the_plan_at_the_servers_dtype_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def gemma_in_half(values: dict) -> None:  # type: ignore[type-arg]
+        values["pairs"][0]["llm"].update(model="google/gemma-3-27b-it", dtype="half", maxModelLen=4096)
+
+    assert main(["plan", "--config", str(_stack_file(tmp_path, gemma_in_half))]) == 1
+    out = capsys.readouterr().out
+    assert "colo:pairs[0].llm.dtype" in out and "does not support float16" in out
+
+
+def test_estimate_sizes_the_binding_pipeline_stage_and_lists_every_stage(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    flags = ["estimate", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100-SXM"]
+    assert main([*flags, "--vllm-version", "0.19.0", "--pipeline-parallel-size", "2", "--dtype", "half"]) == 0
+    view = json.loads(capsys.readouterr().out)
+    assert view["dtype"] == "float16" and view["pipeline"]["binding_stage"] == 1
+    assert [s["layers"] for s in view["pipeline"]["stages"]] == [[0, 16], [16, 32]]
+
+
+def test_estimate_refuses_a_pipeline_size_vllm_cannot_run_at_its_flag(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    flags = ["estimate", "--model", "BAAI/bge-m3", "--gpu", "H100-SXM", "--runner", "pooling"]
+    assert main([*flags, "--pipeline-parallel-size", "2"]) == 2
+    assert "--pipeline-parallel-size" in capsys.readouterr().err

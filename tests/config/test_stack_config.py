@@ -151,3 +151,23 @@ def test_a_kv_cache_dtype_colo_cannot_size_is_refused_by_name() -> None:
     raw = _valid()
     raw["pairs"][0]["llm"]["kvCacheDtype"] = "nvfp4"
     assert "colo does not size" in _problems(raw)["colo:pairs[0].llm.kvCacheDtype"]
+
+
+@pytest.mark.parametrize("name", ["auto", "half", "float16", "bfloat16", "float", "float32"])
+def test_a_server_takes_vllms_dtype_names(name: str) -> None:
+    raw = _valid()
+    raw["pairs"][0]["llm"]["dtype"] = name
+    assert parse_stack_config(raw).pairs[0].llm.dtype == name
+
+
+def test_a_server_without_dtype_leaves_it_to_vllm() -> None:
+    assert parse_stack_config(_valid()).pairs[0].llm.dtype is None
+
+
+def test_a_dtype_vllm_does_not_name_is_refused_at_its_key() -> None:
+    raw = _valid()
+    raw["pairs"][0]["llm"]["dtype"] = "fp16"
+    assert (
+        "'auto', 'half', 'float16', 'bfloat16', 'float' or 'float32'"
+        in _problems(raw)["colo:pairs[0].llm.dtype"]
+    )

@@ -206,3 +206,9 @@ def test_a_long_refused_argument_is_cut_in_the_message() -> None:
 def test_every_derived_option_and_secret_is_refused_in_its_own_spelling() -> None:
     for option in [*DERIVED, *SECRETS]:
         assert extra_arg_refusal(option, "0.33.0") is not None, option
+
+
+@pytest.mark.parametrize("arg", ["--dtype=float32", "--dtype", "--dt=half"])
+def test_a_dtype_in_extra_args_is_refused_with_the_dtype_key(arg: str) -> None:
+    reason = extra_arg_refusal(arg, "0.20.0")
+    assert reason is not None and "use `dtype`" in reason

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 from importlib import resources
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +18,11 @@ from colo.vllm.rules import (
     first_release_where,
     newest_range_from,
     parse_rules,
+    pp_placed_architectures,
+    release_key,
     rules_for,
     same_release,
+    supports_pipeline_parallel,
 )
 from tests.vllm.helpers import process
 
@@ -176,3 +180,18 @@ def test_a_release_falls_in_the_newest_range_that_starts_at_or_before_it() -> No
     assert newest_range_from("0.20.2rc1.dev129+g1acd67a79", firsts) == 2  # a dev build counts as its release
     assert newest_range_from("0.7.3", firsts) == 0
     assert same_release("0.20.2", "0.20.2rc1.dev129") and not same_release("0.20.1", "0.20.2")
+
+
+def test_every_architecture_without_pp_support_is_listed_over_releases_colo_mirrors_in_order() -> None:
+    data = yaml.safe_load(resources.files("colo.vllm").joinpath("pp_support.yaml").read_text())
+    assert str(data["source"]).strip()
+    first, last = rules_for("0.8.0").first, rules_for("0.33.0").last
+    for architecture, ranges in data["unsupported"].items():
+        keys = [(release_key(a), release_key(b)) for a, b in ranges]
+        assert all(release_key(first) <= a <= b <= release_key(last) for a, b in keys), architecture
+        assert all(earlier[1] < later[0] for earlier, later in pairwise(keys)), architecture
+
+
+def test_every_architecture_colo_places_at_pp_implements_supports_pp_in_the_newest_release() -> None:
+    for architecture in pp_placed_architectures():
+        assert supports_pipeline_parallel(architecture, "0.33.0"), architecture

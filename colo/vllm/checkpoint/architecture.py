@@ -30,6 +30,7 @@ class GdnGeometry:
     value_head_dim: int
     conv_kernel: int
     ssm_dtype_bytes: int
+    ssm_dtype_stated: bool = True  # the config sets mamba_ssm_dtype; else the state takes the model dtype
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,21 @@ class VisionGeometry:
 
 
 @dataclass(frozen=True)
+class ConfigDtypes:
+    """The dtype keys of a config.json where vLLM looks for the checkpoint's dtype (None: the key is absent), and
+    the model types its dtype rules name. colo.vllm.process.model_dtype reads them in the release's order."""
+
+    root: str | None = None  # the top level's torch_dtype (or dtype)
+    text: str | None = None  # text_config's, where the config has one
+    has_text_config: bool = False
+    vision: str | None = None  # vision_config's
+    encoder: str | None = None  # encoder_config's
+    weights: str | None = None  # the one dtype of the safetensors tensors, where their headers were read
+    model_type: str = ""  # the top level's model_type
+    text_model_type: str = ""  # text_config's model_type (the top level's where there is no text_config)
+
+
+@dataclass(frozen=True)
 class ModelArchitecture:
     model_id: str
     architecture: str
@@ -67,7 +83,7 @@ class ModelArchitecture:
     intermediate_size: int
     vocab_size: int
     max_position_embeddings: int
-    dtype: str = "bfloat16"
+    dtype: str = "bfloat16"  # the dtype vLLM runs the model in (colo.vllm.process.model_dtype sets it)
     # vLLM's derived maximum length (`_get_and_verify_max_len`): the smallest length key of the config, times
     # a RoPE scaling factor; the key it came from; the config's own model_max_length, which may allow more.
     derived_max_model_len: float | None = None  # None: max_position_embeddings
@@ -106,11 +122,27 @@ class ModelArchitecture:
     has_auto_map: bool = False  # config.json names the repository's own classes (trust_remote_code territory)
     checkpoint_bytes: int | None = None  # exact bytes of the weights when read from safetensors headers
     checkpoint_bytes_by_part: Mapping[str, int] = field(default_factory=dict)
+    config_dtypes: ConfigDtypes | None = None  # None: a geometry built by hand, whose `dtype` is the config's
+    checkpoint_dtype: str | None = None  # the files' dtype where vLLM runs another one (None: `dtype`)
     source: str = ""
 
     @property
     def dtype_bytes(self) -> int:
         return DTYPE_BYTES.get(self.dtype, 2)
+
+    @property
+    def checkpoint_dtype_bytes(self) -> int:
+        """Bytes of one unquantized element as the checkpoint stores it."""
+        return DTYPE_BYTES.get(self.checkpoint_dtype or self.dtype, 2)
+
+    def served_in(self, dtype: str) -> ModelArchitecture:
+        """The model as vLLM runs it in `dtype`: every tensor it allocates takes that dtype, the files keep theirs."""
+        if dtype == self.dtype:
+            return self
+        gdn = self.gdn
+        if gdn is not None and not gdn.ssm_dtype_stated:  # mamba_ssm_cache_dtype auto: the model dtype
+            gdn = replace(gdn, ssm_dtype_bytes=DTYPE_BYTES.get(dtype, 2))
+        return replace(self, dtype=dtype, checkpoint_dtype=self.checkpoint_dtype or self.dtype, gdn=gdn)
 
     @property
     def max_model_len_limit(self) -> float:

@@ -16,6 +16,7 @@ from typing import Any
 from colo.vllm.checkpoint.architecture import (
     DTYPE_BYTES,
     ArchitectureError,
+    ConfigDtypes,
     GdnGeometry,
     MlaGeometry,
     ModelArchitecture,
@@ -225,6 +226,7 @@ def gdn_geometry(config: HfConfig, kinds: LayerKinds, dtype: str) -> GdnGeometry
         value_head_dim=int(_need(cfg, "linear_value_head_dim")),
         conv_kernel=int(cfg.get("linear_conv_kernel_dim") or 4),
         ssm_dtype_bytes=DTYPE_BYTES.get(str(cfg.get("mamba_ssm_dtype") or dtype), 2),
+        ssm_dtype_stated=bool(cfg.get("mamba_ssm_dtype")),
     )
 
 
@@ -376,6 +378,32 @@ def vision_geometry(
     )
 
 
+def _dtype_key(cfg: Any) -> str | None:
+    """A (sub-)config's dtype as transformers reads it: `torch_dtype`, or `dtype` in newer files."""
+    if not isinstance(cfg, Mapping):
+        return None
+    value = cfg.get("torch_dtype") or cfg.get("dtype")
+    return str(value) if value else None
+
+
+def config_dtypes(config: HfConfig) -> ConfigDtypes:
+    """Every key vLLM may read the checkpoint's dtype from (vllm 0.33.0 transformers_utils/
+    model_arch_config_convertor.py::get_torch_dtype), and the model types its dtype rules name."""
+    top = config.top
+    raw_text = top.get("text_config")
+    text: Mapping[str, Any] | None = raw_text if isinstance(raw_text, Mapping) else None
+    model_type = str(top.get("model_type") or "")
+    return ConfigDtypes(
+        root=_dtype_key(top),
+        text=_dtype_key(text),
+        has_text_config=text is not None,
+        vision=_dtype_key(top.get("vision_config")),
+        encoder=_dtype_key(top.get("encoder_config")),
+        model_type=model_type,
+        text_model_type=str(text.get("model_type") or "") if text is not None else model_type,
+    )
+
+
 def from_hf_config(
     raw: Mapping[str, Any],
     model_id: str,
@@ -432,5 +460,6 @@ def from_hf_config(
         quant_scheme=quantization,
         model_type=str(config.top.get("model_type") or config.text.get("model_type") or ""),
         has_auto_map=isinstance(config.top.get("auto_map"), Mapping),
+        config_dtypes=config_dtypes(config),
         source=source,
     )

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from colo.vllm.checkpoint.architecture import ModelArchitecture
 from colo.vllm.process.kv_cache import kv_heads_per_rank
+from colo.vllm.process.pipeline import Stage
 from colo.vllm.rules import SamplerBytesPerLogit, VllmRules
 
 TRITON_MIN_ROWS = 8  # apply_top_k_top_p takes the Triton kernel from 8 rows (0.17-0.29)
@@ -66,18 +67,26 @@ def sampler_profile(
     speculative: bool,
     sm_count: int,
     flashinfer_installed: bool = True,
+    model_dtype_bytes: int = 2,
 ) -> SamplerProfile:
     """`_dummy_sampler_run` of the release and runner (docs/vllm-memory-rules.md §11). The official images
-    carry FlashInfer; a plain `pip install vllm` before 0.14 does not, and sorts instead."""
+    carry FlashInfer; a plain `pip install vllm` before 0.14 does not, and sorts instead.
+
+    The table was replayed with 16-bit logits: the lm_head's output in the model dtype, then the sampler's
+    float32 copy (`logits.to(torch.float32)`, v1/sample/sampler.py::Sampler.forward). A float32 model's logits
+    are already float32, so that copy is the same tensor: two bytes a logit fewer; the V2 runner's in-place
+    sampler holds its 4-byte logits instead of 2 (§15). The speculative branches keep their replayed figures."""
     held = rules.hidden_states_held_through_sampler
+    wide = model_dtype_bytes == 4
     if v2_runner:  # greedy dummy batch; no speculative branch
         v2 = {
-            "fp32_copy": table.v2_fp32_copy,
-            "in_place": table.v2_in_place,
-            "warmup_flashinfer": table.flashinfer_logits,
+            "fp32_copy": table.v2_fp32_copy - (2 if wide else 0),
+            "in_place": table.v2_in_place + (2 if wide else 0),
+            "warmup_flashinfer": table.flashinfer_logits - (2 if wide else 0),
         }[rules.v2_dummy_sampler]
         return SamplerProfile(v2, 0, held)
     plain, triton_buffer = _v1_plain_bytes(rules, table, rows, flashinfer_installed)
+    plain -= 2 if wide else 0
     spec = 0
     if speculative and rules.rejection_sampler_dummy != "none":
         spec = int(getattr(table, f"spec_{rules.rejection_sampler_dummy}"))
@@ -157,7 +166,12 @@ def activation_peak(
     sampler: SamplerProfile,
     tensor_parallel_size: int = 1,
     mm_kept_bytes: int = 0,
+    stage: Stage | None = None,
 ) -> ActivationPeak:
+    """The profile's peak on one rank of `stage` (None: the whole model). Only the last stage samples (or
+    pools); every other stage keeps the buffers it receives the previous stage's hidden states and residual in,
+    sized for max_num_batched_tokens and allocated once (`vllm 0.19.0 v1/worker/gpu_model_runner.py::_dummy_run`:
+    make_empty_intermediate_tensors; the V2 runner in `v1/worker/gpu/model_runner.py::load_model`)."""
     tokens = max_num_batched_tokens
     tp = tensor_parallel_size
     element = arch.dtype_bytes
@@ -165,13 +179,16 @@ def activation_peak(
     residual = (2 + (1 if tp > 1 else 0)) * tokens * arch.hidden_size
     layer = max(_mlp_live_elements(arch, tokens, tp), _attention_live_elements(arch, tokens, tp))
     forward = (residual + layer) * element
+    received = 0 if stage is None or stage.first else 2 * tokens * arch.hidden_size * element
     rows = min(max_num_seqs, tokens)
+    if stage is not None and not stage.last:
+        return ActivationPeak(forward, 0, received, mm_kept_bytes)
     if pooling or arch.encoder_only:
         pooled = rows * arch.hidden_size * 4 + tokens * arch.hidden_size * element
-        return ActivationPeak(forward, pooled, 0, mm_kept_bytes)
+        return ActivationPeak(forward, pooled, received, mm_kept_bytes)
     hidden = tokens * arch.hidden_size * element if sampler.hidden_states_held else 0
     logits = rows * arch.vocab_size * sampler.bytes_per_logit
-    persistent = sampler.buffer_rows * arch.vocab_size * 4
+    persistent = sampler.buffer_rows * arch.vocab_size * 4 + received
     return ActivationPeak(
         forward, logits + hidden + rows * arch.hidden_size * element, persistent, mm_kept_bytes
     )

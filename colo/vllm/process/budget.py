@@ -22,7 +22,7 @@ and the footprint is context + weights + activations + non-torch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import ceil
 
 from colo.catalog import GIB, MIB, GpuSpec
@@ -44,6 +44,7 @@ from colo.vllm.process.kv_cache import (
     kv_geometry,
     max_model_len_for,
 )
+from colo.vllm.process.pipeline import Stage
 from colo.vllm.process.tp_comm import TpCommunication, tp_communication
 from colo.vllm.process.weights import estimate_weights
 from colo.vllm.rules import MeasuredConstants, VllmRules, measured_constants
@@ -60,6 +61,8 @@ class ProcessSpec:
     limits: EngineLimits
     pooling: bool = False
     kv_cache_dtype: str = "auto"
+    # --dtype as the server sets it (None: not passed); `arch.dtype` is the dtype vLLM resolves
+    dtype: str | None = None
     enforce_eager: bool = False
     capture_sizes: tuple[int, ...] | None = None  # None: the release's defaults
     num_speculative_tokens: int = 0
@@ -75,6 +78,8 @@ class ProcessSpec:
     language_model_only: bool = False
     mm_limits: tuple[tuple[str, int], ...] = ()  # unlisted modalities allow 999 items
     skip_mm_profiling: bool = False
+    # One pipeline stage of `stage.size` (None: the whole model on this rank's GPU)
+    stage: Stage | None = None
     # None: the catalog's measured constants; a calibration (colo.plan.calibration) supplies observed ones
     constants: MeasuredConstants | None = None
     calibration: AppliedCalibration | None = None  # what a calibration changed, for the plan to show
@@ -122,8 +127,16 @@ class ProcessSpec:
     @property
     def mm_encoder_profiled(self) -> bool:
         """`profile_run` first runs the encoder on one maximum-size item unless --skip-mm-profiling (0.10.1+) or
-        no tower input is allowed."""
+        no tower input is allowed; the V2 runner only on the first pipeline stage (`vllm 0.29.0
+        v1/worker/gpu/model_runner.py::profile_run`)."""
+        later_stage = self.stage is not None and not self.stage.first
+        if later_stage and self.v2_model_runner:
+            return False
         return self.vision_tower_built and not self.skip_mm_profiling and not self._no_tower_inputs
+
+    @property
+    def pipeline_parallel_size(self) -> int:
+        return self.stage.size if self.stage else 1
 
     @property
     def graph_estimate_subtracted(self) -> bool:
@@ -210,7 +223,8 @@ def requested_memory(total: int, util: float, rules: VllmRules) -> int:
     return ceil(product) if rules.requested_memory_ceil else int(product)
 
 
-def geometry_for(spec: ProcessSpec) -> KvGeometry | None:
+def geometry_for(spec: ProcessSpec, *, whole_model: bool = False) -> KvGeometry | None:
+    """The KV geometry of the spec's rank: of its pipeline stage, or of every layer (`whole_model`)."""
     draft_layers = spec.arch.mtp_layers if spec.loads_mtp else 0
     return kv_geometry(
         spec.arch,
@@ -219,7 +233,16 @@ def geometry_for(spec: ProcessSpec) -> KvGeometry | None:
         mtp_draft_layers=draft_layers,
         tensor_parallel_size=spec.tensor_parallel_size,
         rules=spec.rules,
+        stage=None if whole_model else spec.stage,
     )
+
+
+def check_geometry_for(spec: ProcessSpec) -> KvGeometry | None:
+    """What `_check_enough_kv_cache_memory` holds one request against: the stage's own layers, or in 0.14-0.16
+    every layer of the model against the smallest stage pool (`vllm 0.14.0 v1/core/kv_cache_utils.py::
+    get_kv_cache_configs`)."""
+    whole = spec.pipeline_parallel_size > 1 and spec.rules.pp_kv_check == "whole_model_min_stage"
+    return geometry_for(spec, whole_model=whole)
 
 
 def capture_sizes_for(spec: ProcessSpec) -> list[int]:
@@ -261,6 +284,7 @@ def _activation(spec: ProcessSpec, consts: MeasuredConstants) -> ActivationPeak:
         speculative=spec.num_speculative_tokens > 0,
         sm_count=spec.gpu.sm_count,
         flashinfer_installed=spec.flashinfer_installed,
+        model_dtype_bytes=spec.arch.dtype_bytes,
     )
     return activation_peak(
         spec.arch,
@@ -270,6 +294,7 @@ def _activation(spec: ProcessSpec, consts: MeasuredConstants) -> ActivationPeak:
         sampler=sampler,
         tensor_parallel_size=spec.tensor_parallel_size,
         mm_kept_bytes=encoder_profile_kept_bytes(spec.arch) if spec.mm_encoder_profiled else 0,
+        stage=spec.stage,
     )
 
 
@@ -286,12 +311,15 @@ def _communication(spec: ProcessSpec, consts: MeasuredConstants) -> TpCommunicat
         hidden=spec.arch.hidden_size,
         max_num_batched_tokens=spec.limits.max_num_batched_tokens,
         element=spec.arch.dtype_bytes,
+        stage=spec.stage,
     )
 
 
 def _graphs(spec: ProcessSpec, consts: MeasuredConstants) -> GraphPlan:
+    stage = spec.stage
+    arch = spec.arch if stage is None else replace(spec.arch, num_layers=stage.layers)  # its own layers
     return graph_memory(
-        spec.arch,
+        arch,
         spec.rules,
         capture_sizes_for(spec),
         max_num_seqs=spec.limits.max_num_seqs,
@@ -352,6 +380,7 @@ def size_process(spec: ProcessSpec, *, free_before_bytes: int | None = None) -> 
         tensor_parallel_size=spec.tensor_parallel_size,
         gpu=spec.gpu,
         vllm_version=spec.vllm_version,
+        stage=spec.stage,
     ).bytes
     activation = _activation(spec, consts).peak_bytes
     growth_mib = (
@@ -397,6 +426,7 @@ def size_process(spec: ProcessSpec, *, free_before_bytes: int | None = None) -> 
 
 
 def _not_enough_kv(spec: ProcessSpec, geometry: KvGeometry, needed: int, kv: int) -> str:
+    """`geometry` is the one the check holds a request against (check_geometry_for)."""
     """`_check_enough_kv_cache_memory`'s first sentence, in the release's words and units."""
     wording = spec.rules.kv_error_wording
     model = "model's" if wording == "model_s" else "models's"
@@ -454,8 +484,9 @@ def _kv_pool(spec: ProcessSpec, kv: int, weights: int) -> tuple[KvCapacity | Non
             "ValueError: No available memory for the cache blocks. Try increasing "
             "`gpu_memory_utilization` when initializing the engine."
         ]
+    checked = check_geometry_for(spec) or geometry
     needed = kv_bytes_for_requests(
-        geometry,
+        checked,
         1,
         max_model_len=limits.max_model_len,
         max_num_batched_tokens=limits.max_num_batched_tokens,
@@ -464,5 +495,5 @@ def _kv_pool(spec: ProcessSpec, kv: int, weights: int) -> tuple[KvCapacity | Non
         sliding_inflight_batches=spec.rules.sliding_inflight_batches,
     )
     if needed > kv:
-        return capacity, [_not_enough_kv(spec, geometry, needed, kv)]
+        return capacity, [_not_enough_kv(spec, checked, needed, kv)]
     return capacity, []

@@ -15,6 +15,7 @@ from colo.vllm.rules import VllmRules
 
 # vllm 0.8.0 engine/arg_utils.py::_is_v1_supported_oracle: V1_SUPPORTED_DTYPES
 DTYPE_NAMES = {"bfloat16": "torch.bfloat16", "float16": "torch.float16", "float32": "torch.float32"}
+EXPERIMENTAL_PP = "PP"  # vllm 0.8.0-0.8.2 _is_v1_supported_oracle: _warn_or_fallback("PP")
 
 
 def _fp8_kv_on_v1(rules: VllmRules, gpu: GpuSpec, mla: bool) -> bool:
@@ -38,6 +39,16 @@ def _speculative_on_v1(rules: VllmRules, method: str | None) -> bool:
     return method is None or "*" in methods or method in methods
 
 
+def _pipeline_features(rules: VllmRules, pipeline_parallel_size: int) -> list[str]:
+    """PP on V1 from 0.9.0; before, always V0 (0.8.0-0.8.2) or V0 unless Ray runs it (0.8.3-0.8.5.post1; the
+    single-node default is the mp executor)."""
+    if pipeline_parallel_size <= 1 or rules.pp_engine == "v1":
+        return []
+    if rules.pp_engine == "v0":
+        return [EXPERIMENTAL_PP]
+    return ["Pipeline Parallelism without Ray distributed executor"]
+
+
 def v0_fallback_features(
     rules: VllmRules,
     arch: ModelArchitecture,
@@ -46,9 +57,10 @@ def v0_fallback_features(
     pooling: bool,
     kv_cache_dtype: str,
     speculative_method: str | None,
+    pipeline_parallel_size: int = 1,
 ) -> list[str]:
     """The features vLLM names when it falls back to V0 for this server, in its own words; empty: V1."""
-    features: list[str] = []
+    features: list[str] = _pipeline_features(rules, pipeline_parallel_size)
     major, minor = gpu.compute_capability
     if rules.v1_min_compute_capability is not None and major * 10 + minor < rules.v1_min_compute_capability:
         features.append("Compute Capability < 8.0")
@@ -69,10 +81,15 @@ def v0_fallback_features(
     return features
 
 
+def _fallback_sentence(feature: str) -> str:
+    """`_raise_or_fallback`'s sentence, or `_warn_or_fallback`'s for what 0.8.0-0.8.2 call experimental."""
+    if feature == EXPERIMENTAL_PP:
+        return f"{feature} is experimental on VLLM_USE_V1=1. Falling back to V0 Engine."
+    return f"{feature} is not supported by the V1 Engine. Falling back to V0."
+
+
 def v0_fallback_message(version: str, features: list[str]) -> str:
-    reasons = "; ".join(
-        f"{feature} is not supported by the V1 Engine. Falling back to V0." for feature in features
-    )
+    reasons = "; ".join(_fallback_sentence(feature) for feature in features)
     return (
         f"vLLM {version} would run this server on its V0 engine ({reasons}); colo mirrors the V1 engine's memory "
         f"accounting only, so it cannot size it. Fix: pin a release whose V1 engine supports it, or drop the "

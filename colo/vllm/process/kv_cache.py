@@ -15,10 +15,11 @@ layers get a spec, how hybrid layers are grouped and how much a recurrent state 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import ceil
 
 from colo.vllm.checkpoint.architecture import ModelArchitecture
+from colo.vllm.process.pipeline import Stage, kind_indices, layer_kind
 from colo.vllm.rules import VllmRules
 
 DEFAULT_BLOCK_SIZE = 16
@@ -66,11 +67,13 @@ class KvGeometry:
     # blocks (0.11.1-0.14), one page plus one per speculative token (0.16-0.25), two pages plus one per
     # speculative token (0.26+, where prefix caching is on for hybrids and the mode is "align").
     state_blocks: str = "one_plus_spec"
+    # Layer slots of one pipeline stage where its groups hold fewer layers than the whole model's (0: all)
+    slots: int = 0
 
     @property
     def bytes_per_block(self) -> int:
         """One block id reserves a page in every layer slot of a group."""
-        return self.group_size * max(b.page_bytes for b in self.buckets)
+        return (self.slots or self.group_size) * max(b.page_bytes for b in self.buckets)
 
     @property
     def num_groups(self) -> int:
@@ -182,11 +185,21 @@ def kv_geometry(
     mtp_draft_layers: int = 0,
     tensor_parallel_size: int = 1,
     rules: VllmRules | None = None,
+    stage: Stage | None = None,
 ) -> KvGeometry | None:
-    """The layer buckets of one model on one tensor-parallel rank; None for models without a KV cache
-    (encoder-only). Without `rules`, the newest releases' grouping applies."""
+    """The layer buckets of one model on one tensor-parallel rank of `stage` (None: every layer); None for
+    models without a KV cache (encoder-only). Without `rules`, the newest releases' grouping applies."""
     if arch.encoder_only:
         return None
+    if stage is not None and stage.size > 1:
+        return _stage_geometry(
+            arch,
+            kv_cache_dtype,
+            stage,
+            rules,
+            num_speculative_tokens=num_speculative_tokens,
+            tensor_parallel_size=tensor_parallel_size,
+        )
     tp = tensor_parallel_size
     state_blocks = rules.mamba_blocks_per_request if rules else "one_plus_spec"
     s = kv_dtype_bytes(arch, kv_cache_dtype)
@@ -209,6 +222,73 @@ def kv_geometry(
     sizes = [b.layers for b in buckets]
     group_size = hybrid_group_size(sizes, rules.hybrid_group_size_ratio if rules else 1.5)
     return KvGeometry(tuple(buckets), group_size, state_blocks)
+
+
+def _stage_arch(arch: ModelArchitecture, stage: Stage) -> ModelArchitecture:
+    """The model cut down to the stage's layers, kinds counted where they fall."""
+    kinds = [layer_kind(arch, i) for i in range(stage.start, stage.end)]
+    return replace(
+        arch,
+        num_layers=stage.layers,
+        full_attention_layers=kinds.count("full"),
+        sliding_attention_layers=kinds.count("sliding"),
+        linear_attention_layers=kinds.count("linear"),
+    )
+
+
+def _stage_slots(arch: ModelArchitecture, whole: KvGeometry, stage: Stage, sliding_cached_full: bool) -> int:
+    """Layers of the fullest group on the stage: each kind's layers, in order, form groups of the whole model's
+    group size (`_get_kv_cache_groups_uniform_page_size`), and a stage keeps the members it holds
+    (`_project_kv_cache_groups_to_worker`); its pool reserves one page a slot (`get_kv_cache_config_from_groups`)."""
+    if arch.mla is not None or not (arch.sliding_attention_layers or arch.linear_attention_layers):
+        return stage.layers
+    if arch.linear_attention_layers:
+        lists = [kind_indices(arch, "full"), kind_indices(arch, "linear")]
+    elif sliding_cached_full:  # sliding layers share the full-attention spec before hybrid groups
+        lists = [list(range(arch.num_layers))]
+    else:
+        lists = [kind_indices(arch, "full"), kind_indices(arch, "sliding")]
+    size = whole.group_size
+    counts = [
+        sum(1 for i in layers[g : g + size] if stage.holds(i))
+        for layers in lists
+        for g in range(0, len(layers), size)
+    ]
+    return max(counts, default=0)
+
+
+def _stage_geometry(
+    arch: ModelArchitecture,
+    kv_cache_dtype: str,
+    stage: Stage,
+    rules: VllmRules | None,
+    *,
+    num_speculative_tokens: int,
+    tensor_parallel_size: int,
+) -> KvGeometry | None:
+    """One pipeline stage's KV geometry. Up to 0.10.2 each stage forms groups of its own layers
+    (`get_kv_cache_config` per worker); from 0.11 the groups are the whole model's, projected on the stage: the
+    blocks a request needs and the group count stay the whole model's, a block costs the stage's slots."""
+
+    def geometry(model: ModelArchitecture) -> KvGeometry | None:
+        return kv_geometry(
+            model,
+            kv_cache_dtype,
+            num_speculative_tokens=num_speculative_tokens,
+            tensor_parallel_size=tensor_parallel_size,
+            rules=rules,
+        )
+
+    if rules is not None and rules.pp_kv_groups == "per_stage":
+        return geometry(_stage_arch(arch, stage))
+    whole = geometry(arch)
+    if whole is None:
+        return None
+    sliding_rule = rules.sliding_window_kv if rules else "hybrid"
+    cached_full = sliding_rule == "full" or (
+        sliding_rule == "uniform_only" and arch.full_attention_layers > 0
+    )
+    return replace(whole, slots=max(1, _stage_slots(arch, whole, stage, cached_full)))
 
 
 def blocks_per_request(

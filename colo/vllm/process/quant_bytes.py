@@ -38,7 +38,12 @@ class Layout:
     method: str
     release: QuantRelease
     capability: int  # major * 10 + minor
-    dtype_bytes: int
+    dtype_bytes: int  # the dtype vLLM runs the model in
+    file_dtype_bytes: int = 0  # the checkpoint's unquantized dtype where it differs (0: the same)
+
+    @property
+    def checkpoint_dtype_bytes(self) -> int:
+        return self.file_dtype_bytes or self.dtype_bytes
 
     def fp8_marlin(self, weights: WeightFormat) -> bool:
         if self.capability >= FP8_NATIVE_CAPABILITY:

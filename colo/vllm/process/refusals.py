@@ -1,6 +1,7 @@
 """What vLLM refuses before it sizes anything, in its own words: an architecture the release does not register,
 an engine colo does not mirror, a context longer than the model's, a tensor-parallel size that does not split the
-heads.
+heads, a pipeline-parallel size the model class or the layers do not allow, a dtype the GPU or the model type
+cannot run.
 
 Each refusal names the config key it belongs to (the stack's camelCase name), so `colo plan` and
 `colo estimate` can point at the setting to change.
@@ -15,7 +16,14 @@ from colo.vllm.architectures import architecture_refusal
 from colo.vllm.checkpoint.architecture import ModelArchitecture
 from colo.vllm.process.engine_limits import derived_max_model_len
 from colo.vllm.process.engine_select import v0_fallback_features, v0_fallback_message
-from colo.vllm.rules import VllmRules, first_release_where
+from colo.vllm.process.model_dtype import dtype_refusals
+from colo.vllm.rules import (
+    VllmRules,
+    first_release_where,
+    pp_placed_architectures,
+    pp_placement,
+    supports_pipeline_parallel,
+)
 
 ALLOW_LONG_ENV = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
 
@@ -40,6 +48,7 @@ class ServerSettings:
     language_model_only: bool = False
     skip_mm_profiling: bool = False
     trust_remote_code: bool = False  # --trust-remote-code: the repository's own code may run
+    pipeline_parallel_size: int = 1  # `colo estimate` only: a stack server runs on one GPU
 
 
 def max_model_len_refusal(
@@ -122,11 +131,50 @@ def missing_flag_refusals(rules: VllmRules, settings: ServerSettings) -> list[Re
     return refusals
 
 
+def pipeline_parallel_refusal(
+    rules: VllmRules, arch: ModelArchitecture, settings: ServerSettings
+) -> Refusal | None:
+    """What `--pipeline-parallel-size` cannot be: below 1; more stages than decoder layers, which leaves a stage
+    with no layer (vLLM has no check of its own and colo does not size such a stage); for a model class without
+    SupportsPP (`ModelConfig.verify_with_parallel_config`, vllm 0.8.0 .. 0.33.0, colo/vllm/pp_support.yaml);
+    with speculative decoding, whose drafter colo does not place on a stage."""
+    pp = settings.pipeline_parallel_size
+    if pp < 1:
+        return Refusal("pipelineParallelSize", f"pipeline_parallel_size must be at least 1, got {pp}")
+    if pp == 1:
+        return None
+    if not supports_pipeline_parallel(arch.architecture, settings.version):
+        return Refusal(
+            "pipelineParallelSize",
+            "NotImplementedError: Pipeline parallelism is not supported for this model. Supported models "
+            f"implement the `SupportsPP` interface. ({arch.architecture} in vLLM {settings.version})",
+        )
+    if pp_placement(arch.architecture) is None:
+        return Refusal(
+            "pipelineParallelSize",
+            f"colo has not read where vLLM's {arch.architecture} builds its embedding and lm_head across pipeline "
+            f"stages; it sizes pipeline parallelism for {', '.join(pp_placed_architectures())}",
+        )
+    if pp > arch.num_layers:
+        return Refusal(
+            "pipelineParallelSize",
+            f"{pp} pipeline stages for {arch.num_layers} decoder layers would leave a stage without a layer "
+            f"(get_pp_indices); vLLM does not check this and colo does not size it: use at most {arch.num_layers}",
+        )
+    if settings.speculative_method is not None:
+        return Refusal(
+            "speculativeMethod",
+            "colo does not size speculative decoding with pipeline parallelism (where the drafter and its "
+            "KV cache sit); drop one of them",
+        )
+    return None
+
+
 def vllm_refusals(
     rules: VllmRules, arch: ModelArchitecture, gpu: GpuSpec, settings: ServerSettings
 ) -> list[Refusal]:
-    """Everything vLLM would refuse (or, for the engine, run elsewhere) before the memory budget applies."""
-    refusals: list[Refusal] = []
+    """Everything vLLM would refuse (or, for the engine, run elsewhere) before the memory budget applies.
+    `arch` is the model as vLLM runs it (colo.vllm.process.model_dtype.served_architecture)."""
     unserved = architecture_refusal(
         settings.version,
         [arch.architecture],
@@ -137,6 +185,7 @@ def vllm_refusals(
     )
     if unserved is not None:
         return [Refusal(unserved.key, unserved.message)]  # nothing else matters for a model vLLM cannot load
+    refusals: list[Refusal] = [Refusal("dtype", text) for text in dtype_refusals(arch, rules, gpu)]
     features = v0_fallback_features(
         rules,
         arch,
@@ -144,6 +193,7 @@ def vllm_refusals(
         pooling=settings.pooling,
         kv_cache_dtype=settings.kv_cache_dtype,
         speculative_method=settings.speculative_method,
+        pipeline_parallel_size=settings.pipeline_parallel_size,
     )
     if features:
         refusals.append(Refusal("vllm.version", v0_fallback_message(settings.version, features)))
@@ -151,6 +201,7 @@ def vllm_refusals(
     for refusal in (
         max_model_len_refusal(rules, arch, settings),
         tensor_parallel_refusal(arch, settings.tensor_parallel_size),
+        pipeline_parallel_refusal(rules, arch, settings),
     ):
         if refusal is not None:
             refusals.append(refusal)

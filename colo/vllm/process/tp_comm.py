@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from colo.catalog import MIB, GpuSpec
+from colo.vllm.process.pipeline import Stage
 from colo.vllm.rules import TpCommunicationMib, VllmRules
 
 # vllm 0.11.0 .. 0.33.0 distributed/device_communicators/all_reduce_utils.py::SYMM_MEM_ALL_REDUCE_MAX_SIZES
@@ -81,6 +82,67 @@ def _custom_all_reduce_mib(rules: VllmRules, sizes: TpCommunicationMib, tp: int)
 
 
 def tp_communication(
+    rules: VllmRules,
+    sizes: TpCommunicationMib,
+    gpu: GpuSpec,
+    *,
+    tensor_parallel_size: int,
+    moe: bool,
+    pooling: bool,
+    eager: bool,
+    hidden: int,
+    max_num_batched_tokens: int,
+    element: int,
+    stage: Stage | None = None,
+) -> TpCommunication:
+    """One rank's communication memory: its tensor-parallel group's and, at pipeline parallel, its stage's."""
+    samples = stage is None or stage.last  # only the last stage gathers logits
+    tp = _tensor_parallel(
+        rules,
+        sizes,
+        gpu,
+        tensor_parallel_size=tensor_parallel_size,
+        moe=moe,
+        pooling=pooling or not samples,
+        eager=eager,
+        hidden=hidden,
+        max_num_batched_tokens=max_num_batched_tokens,
+        element=element,
+    )
+    if stage is None or stage.size <= 1:
+        return tp
+    pp = _pipeline_parallel(rules, sizes, stage, first_communicator=tensor_parallel_size <= 1)
+    return TpCommunication(
+        tp.before_snapshot + pp.before_snapshot, tp.in_budget + pp.in_budget, tp.unbudgeted + pp.unbudgeted
+    )
+
+
+def _pipeline_parallel(
+    rules: VllmRules, sizes: TpCommunicationMib, stage: Stage, *, first_communicator: bool
+) -> TpCommunication:
+    """The PP group's communicator and the point-to-point ones that carry the hidden states between stages.
+
+    `initialize_model_parallel` builds the PP group after the TP group; its CudaCommunicator holds a PyNccl
+    communicator only (custom all-reduce and symmetric memory are for groups named "tp", `vllm 0.9.0 .. 0.33.0
+    distributed/device_communicators/cuda_communicator.py::CudaCommunicator.__init__`), charged like the TP
+    group's, before the snapshot from 0.11. The stages send their IntermediateTensors with
+    `torch.distributed.isend` on the PP device group (`distributed/parallel_state.py::
+    GroupCoordinator.isend_tensor_dict`): PyTorch's ProcessGroupNCCL builds one communicator per pair of ranks
+    that send to each other, at the first request, after the KV cache is allocated (in the footprint, in no
+    budget). Their size is read, not measured: colo charges each the measured two-rank communicator PyTorch's
+    process group creates for an all-gather (`torch_nccl_group`)."""
+    cumem = rules.nccl_cumem
+    first = sizes.first_nccl_communicator if cumem else sizes.first_nccl_communicator_cumem_off
+    later = sizes.next_nccl_communicator if cumem else sizes.next_nccl_communicator_cumem_off
+    group = (first if first_communicator else later) * MIB
+    peers = (0 if stage.first else 1) + (0 if stage.last else 1)
+    point_to_point = peers * (sizes.torch_nccl_group if cumem else sizes.torch_nccl_group_cumem_off) * MIB
+    if rules.dist_init_before_snapshot:
+        return TpCommunication(group, 0, point_to_point)
+    return TpCommunication(0, group, point_to_point)
+
+
+def _tensor_parallel(
     rules: VllmRules,
     sizes: TpCommunicationMib,
     gpu: GpuSpec,

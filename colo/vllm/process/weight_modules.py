@@ -19,6 +19,8 @@ from typing import Literal
 
 from colo.vllm.checkpoint.architecture import ModelArchitecture
 from colo.vllm.checkpoint.quant_matching import ModuleRef
+from colo.vllm.process.pipeline import Stage, layer_kind
+from colo.vllm.rules import pp_placement
 
 VOCAB_PADDING = 64  # vLLM's DEFAULT_VOCAB_PADDING_SIZE
 Split = Literal["column", "row", "replicated"]
@@ -180,20 +182,14 @@ def _attention_layer(
         _standard_attention(inv, arch, prefix, tp, global_layer)
 
 
-def _every_nth(index: int, count: int, total: int) -> bool:
-    """Whether layer `index` is one of `count` layers spread evenly over `total` (the last of each span)."""
-    return count > 0 and (index + 1) % max(1, total // count) == 0
-
-
 def _decoder_layer(inv: Inventory, arch: ModelArchitecture, index: int, tp: int) -> None:
     prefix = f"model.layers.{index}"
     layers = arch.num_layers
-    if arch.linear_attention_layers and not _every_nth(index, arch.full_attention_layers, layers):
+    kind = layer_kind(arch, index)
+    if kind == "linear":
         _gdn(inv, arch, prefix, tp)
     else:
-        global_layer = bool(arch.sliding_attention_layers) and _every_nth(
-            index, arch.full_attention_layers, layers
-        )
+        global_layer = bool(arch.sliding_attention_layers) and kind == "full"
         _attention_layer(inv, arch, prefix, tp, global_layer)
     sparse_from = layers - (arch.moe.moe_layers if arch.moe else 0)
     if arch.moe is not None and index >= sparse_from:
@@ -229,26 +225,51 @@ def padded_vocab(vocab: int) -> int:
     return -(-vocab // VOCAB_PADDING) * VOCAB_PADDING
 
 
-def _embeddings(inv: Inventory, arch: ModelArchitecture, tp: int, *, pooling: bool) -> None:
+def stage_holds(arch: ModelArchitecture, stage: Stage) -> tuple[bool, bool, bool]:
+    """Whether `stage` builds the embedding, the final norm and the lm_head, as the model class places them
+    (colo/vllm/pp_support.yaml): the Llama pattern puts the embedding on the first stage (and on the last when
+    tied: the lm_head shares that copy) and the final norm and lm_head on the last; other classes build some of
+    them on every stage."""
+    where = pp_placement(arch.architecture) if stage.size > 1 else None
+    every = (
+        (where.embedding == "every", where.norm == "every", where.lm_head == "every")
+        if where
+        else (False,) * 3
+    )
+    embedding = stage.first or every[0] or (arch.tie_word_embeddings and stage.last)
+    return embedding, stage.last or every[1], stage.last or every[2]
+
+
+def _embeddings(inv: Inventory, arch: ModelArchitecture, tp: int, *, pooling: bool, stage: Stage) -> None:
     h, vocab = arch.hidden_size, arch.vocab_size
-    inv.dense.append(DenseTensors("embedding", padded_vocab(vocab) * h // tp, vocab * h))
+    embedding, norm, lm_head = stage_holds(arch, stage)
+    if embedding:
+        inv.dense.append(DenseTensors("embedding", padded_vocab(vocab) * h // tp, vocab * h))
     if arch.encoder_only:  # position and token-type embeddings, embedding norm
         inv.tensors("embedding", (arch.max_position_embeddings + 2) * h + 4 * h, "replicated", tp)
         inv.tensors("small_tensors", arch.num_layers * (arch.intermediate_size + 9 * h), "replicated", tp)
-    inv.tensors("small_tensors", h, "replicated", tp)  # final norm
-    if not (arch.tie_word_embeddings or pooling or arch.encoder_only):
+    if norm:
+        inv.tensors("small_tensors", h, "replicated", tp)  # final norm
+    if lm_head and not (arch.tie_word_embeddings or pooling or arch.encoder_only):
         head = ModuleRef("lm_head", kind="lm_head", class_name="ParallelLMHead")
         inv.linears.append(LinearShape(head, "lm_head", h, padded_vocab(vocab) // tp, h, vocab))
 
 
 def module_inventory(
-    arch: ModelArchitecture, *, tensor_parallel_size: int, pooling: bool, load_mtp: bool
+    arch: ModelArchitecture,
+    *,
+    tensor_parallel_size: int,
+    pooling: bool,
+    load_mtp: bool,
+    stage: Stage | None = None,
 ) -> Inventory:
-    """Every module vLLM allocates for `arch` on one of `tensor_parallel_size` ranks."""
+    """Every module vLLM allocates for `arch` on one of `tensor_parallel_size` ranks of `stage` (None: the
+    whole model on one stage)."""
     tp = tensor_parallel_size
+    stage = stage or Stage(0, 1, 0, arch.num_layers)
     inv = Inventory()
-    _embeddings(inv, arch, tp, pooling=pooling)
-    for index in range(arch.num_layers):
+    _embeddings(inv, arch, tp, pooling=pooling, stage=stage)
+    for index in range(stage.start, stage.end):
         _decoder_layer(inv, arch, index, tp)
     if load_mtp and arch.mtp_layers:
         mtp = mtp_inventory(arch, tp)

@@ -23,6 +23,7 @@ from colo.vllm.checkpoint.architecture import ModelArchitecture
 from colo.vllm.checkpoint.quant_matching import module_format
 from colo.vllm.checkpoint.quant_methods import ResolvedQuantization, log_informed, resolve_quantization
 from colo.vllm.checkpoint.quantization import WeightFormat
+from colo.vllm.process.pipeline import Stage
 from colo.vllm.process.quant_bytes import Layout, linear_checkpoint_bytes, linear_gpu_bytes
 from colo.vllm.process.weight_modules import (
     ExpertStack,
@@ -139,7 +140,7 @@ def _expert_bytes(w: WeightFormat | None, stack: ExpertStack, layout: Layout, *,
     """One fused-MoE layer: w13 (hidden -> 2 x inter) and w2 (inter -> hidden) for every expert."""
     hidden, inter = stack.hidden, stack.inter if gpu else stack.full_inter
     if w is not None and w.kind == "mxfp4" and layout.method in ("mxfp4", "gpt_oss_mxfp4"):
-        bias_bytes = layout.dtype_bytes
+        bias_bytes = layout.dtype_bytes if gpu else layout.checkpoint_dtype_bytes
         if gpu:
             hidden, inter, bias_bytes = mxfp4_expert_dims(layout, hidden, inter)
         weights = 3 * hidden * inter
@@ -148,8 +149,8 @@ def _expert_bytes(w: WeightFormat | None, stack: ExpertStack, layout: Layout, *,
         w13 = linear_gpu_bytes(w, hidden, 2 * inter, layout, experts=True)
         w2 = linear_gpu_bytes(w, inter, hidden, layout, experts=True, full_k=stack.full_inter)
     else:
-        w13 = linear_checkpoint_bytes(w, hidden, 2 * inter, layout.method, layout.dtype_bytes)
-        w2 = linear_checkpoint_bytes(w, inter, hidden, layout.method, layout.dtype_bytes)
+        w13 = linear_checkpoint_bytes(w, hidden, 2 * inter, layout.method, layout.checkpoint_dtype_bytes)
+        w2 = linear_checkpoint_bytes(w, inter, hidden, layout.method, layout.checkpoint_dtype_bytes)
     return stack.experts * (w13 + w2)
 
 
@@ -176,12 +177,13 @@ class _Tally:
 def _tally(arch: ModelArchitecture, inv: Inventory, resolved: ResolvedQuantization, layout: Layout) -> _Tally:
     tally = _Tally({part: 0 for part in PARTS}, {part: 0 for part in PARTS})
     scheme, release, s = resolved.scheme, resolved.release, arch.dtype_bytes
+    f = arch.checkpoint_dtype_bytes  # the files' dtype; vLLM casts to `s` as it loads
     stored_as_is = not scheme.online  # online methods quantize a full-precision file at load
     for linear in inv.linears:
         w = module_format(scheme, linear.module, release)
         gpu = linear_gpu_bytes(w, linear.k, linear.n, layout, full_k=linear.full_k)
         ckpt = linear_checkpoint_bytes(
-            w if stored_as_is else None, linear.full_k, linear.full_n, layout.method, s
+            w if stored_as_is else None, linear.full_k, linear.full_n, layout.method, f
         )
         tally.add(linear.part, gpu, ckpt)
         tally.add("mla_dense_copy", _mla_dense_copy(arch, linear, w, layout), 0)
@@ -191,7 +193,7 @@ def _tally(arch: ModelArchitecture, inv: Inventory, resolved: ResolvedQuantizati
             stack.part, _expert_bytes(w, stack, layout, gpu=True), _expert_bytes(w, stack, layout, gpu=False)
         )
     for dense in inv.dense:
-        tally.add(dense.part, dense.elements * s, dense.checkpoint_elements * s)
+        tally.add(dense.part, dense.elements * s, dense.checkpoint_elements * f)
     return tally
 
 
@@ -239,7 +241,20 @@ def _geometry_bytes(
     pooling: bool,
     load_mtp: bool,
 ) -> _Tally:
-    inv = module_inventory(arch, tensor_parallel_size=tp, pooling=pooling, load_mtp=load_mtp)
+    return _stage_bytes(arch, resolved, layout, tp, None, pooling=pooling, load_mtp=load_mtp)
+
+
+def _stage_bytes(
+    arch: ModelArchitecture,
+    resolved: ResolvedQuantization,
+    layout: Layout,
+    tp: int,
+    stage: Stage | None,
+    *,
+    pooling: bool,
+    load_mtp: bool,
+) -> _Tally:
+    inv = module_inventory(arch, tensor_parallel_size=tp, pooling=pooling, load_mtp=load_mtp, stage=stage)
     return _tally(arch, inv, resolved, layout)
 
 
@@ -252,16 +267,18 @@ def estimate_weights(
     tensor_parallel_size: int = 1,
     gpu: GpuSpec | None = None,
     vllm_version: str | None = None,
+    stage: Stage | None = None,
 ) -> WeightEstimate:
     """Bytes on one of `tensor_parallel_size` ranks after loading, for `vllm_version` (None: the newest colo
     knows) on `gpu` (None: one with native FP8). Rotary caches are included; transient load-time copies are not.
     `load_vision` False: the vision tower is not built (--language-model-only, or no image or video allowed).
+    `stage`: one pipeline stage's layers, embedding and head (None: the whole model).
 
     The figure depends on the GPU only through its compute capability; the planner sizes one process many
     times while it searches utilizations (and `colo pack` many pairs), so equal questions are answered once."""
     capability = gpu.compute_capability if gpu else None
     return _estimate(
-        _ArchKey(arch), pooling, load_mtp, load_vision, tensor_parallel_size, capability, vllm_version
+        _ArchKey(arch), pooling, load_mtp, load_vision, tensor_parallel_size, capability, vllm_version, stage
     )
 
 
@@ -287,22 +304,30 @@ def _estimate(
     tensor_parallel_size: int,
     gpu_capability: tuple[int, int] | None,
     vllm_version: str | None,
+    stage: Stage | None,
 ) -> WeightEstimate:
     arch = key.arch
     resolved = _resolved(arch, gpu_capability, vllm_version)
     capability = gpu_capability or (9, 0)
-    layout = Layout(resolved.method, resolved.release, capability[0] * 10 + capability[1], arch.dtype_bytes)
+    layout = Layout(
+        resolved.method,
+        resolved.release,
+        capability[0] * 10 + capability[1],
+        arch.dtype_bytes,
+        arch.checkpoint_dtype_bytes if arch.checkpoint_dtype_bytes != arch.dtype_bytes else 0,
+    )
     if load_vision or not arch.vision_parameters:
-        return _loaded_weights(arch, resolved, layout, tensor_parallel_size, 0, pooling, load_mtp)
+        return _loaded_weights(arch, resolved, layout, tensor_parallel_size, 0, pooling, load_mtp, stage)
     # The tower's file bytes are read but never loaded: by part where headers were read, else by geometry.
     text_only = replace(arch, vision_parameters=0)
-    flags = {"pooling": pooling, "load_mtp": load_mtp}
     tower = arch.checkpoint_bytes_by_part.get("vision")
     if tower is None:
-        tower = sum(_geometry_bytes(arch, resolved, layout, 1, **flags).checkpoint.values()) - sum(
+        flags = {"pooling": pooling, "load_mtp": load_mtp}
+        whole = _geometry_bytes(arch, resolved, layout, 1, **flags)
+        tower = sum(whole.checkpoint.values()) - sum(
             _geometry_bytes(text_only, resolved, layout, 1, **flags).checkpoint.values()
         )
-    return _loaded_weights(text_only, resolved, layout, tensor_parallel_size, tower, pooling, load_mtp)
+    return _loaded_weights(text_only, resolved, layout, tensor_parallel_size, tower, pooling, load_mtp, stage)
 
 
 def _loaded_weights(
@@ -313,11 +338,14 @@ def _loaded_weights(
     unloaded_file_bytes: int,
     pooling: bool,
     load_mtp: bool,
+    stage: Stage | None = None,
 ) -> WeightEstimate:
     flags = {"pooling": pooling, "load_mtp": load_mtp}
-    tally = _geometry_bytes(arch, resolved, layout, tensor_parallel_size, **flags)
+    tally = _stage_bytes(arch, resolved, layout, tensor_parallel_size, stage, **flags)
     rotary_dim = arch.rotary_dim or arch.head_dim
-    rotary = 0 if arch.encoder_only else arch.max_position_embeddings * rotary_dim * arch.dtype_bytes
+    # get_rope caches one rotary embedding per process: on every stage that holds an attention layer
+    attention_free = arch.encoder_only or (stage is not None and stage.layers == 0)
+    rotary = 0 if attention_free else arch.max_position_embeddings * rotary_dim * arch.dtype_bytes
     detail = {**tally.gpu, "rotary": rotary}
     rank_bytes = sum(detail.values())
     parameters = parameter_parts(arch, pooling=pooling, load_mtp=load_mtp).total
@@ -329,9 +357,17 @@ def _loaded_weights(
         - unloaded_file_bytes
         - _skipped_checkpoint_parts(arch, resolved, layout, **flags)
     )
-    unexplained = loaded - sum(tally.checkpoint.values())
-    whole = tally if tensor_parallel_size == 1 else _geometry_bytes(arch, resolved, layout, 1, **flags)
-    detail["checkpoint_residual"] = unexplained * rank_bytes // (sum(whole.gpu.values()) + rotary)
+    whole_model = stage is None or stage.size == 1
+    whole = (
+        tally
+        if whole_model and tensor_parallel_size == 1
+        else _geometry_bytes(arch, resolved, layout, 1, **flags)
+    )
+    unexplained = loaded - sum(whole.checkpoint.values())
+    if resolved.method == "none" and arch.checkpoint_dtype_bytes != arch.dtype_bytes:
+        unexplained = unexplained * arch.dtype_bytes // arch.checkpoint_dtype_bytes  # cast like the rest
+    whole_rotary = 0 if arch.encoder_only else arch.max_position_embeddings * rotary_dim * arch.dtype_bytes
+    detail["checkpoint_residual"] = unexplained * rank_bytes // (sum(whole.gpu.values()) + whole_rotary)
     return WeightEstimate(
         rank_bytes + detail["checkpoint_residual"], parameters, "safetensors", detail, resolved.method
     )
