@@ -253,6 +253,8 @@ def arguments(entry: Mapping[str, Any]) -> EstimateArguments:
         "without_flashinfer": entry.get("flashinfer_installed") is False,
         # Only where the log or its source says the ranks lack peer-to-peer access.
         "no_peer_to_peer": entry.get("peer_to_peer") is False,
+        # Only where the log or its source puts the ranks on one NVSwitch board.
+        "nvswitch": entry.get("nvswitch") is True,
         **_gpu(entry),
         **_speculative(entry),
     }
@@ -588,8 +590,10 @@ def local_hub() -> Iterator[None]:
 
 
 def campaign_entries() -> list[Mapping[str, Any]]:
+    """The campaign ran on one node of more than four H100 SXM GPUs (it tried TP5): an 8-GPU HGX board, whose
+    GPUs meet through NVSwitch."""
     data = yaml.safe_load(CAMPAIGN.read_text())
-    return [*data["entries"], *data["catalog_model_entries"]]
+    return [{**entry, "nvswitch": True} for entry in [*data["entries"], *data["catalog_model_entries"]]]
 
 
 def report(title: str, entries: list[Mapping[str, Any]], informed: set[str], verbose: bool) -> None:

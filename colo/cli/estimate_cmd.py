@@ -100,6 +100,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="tensor-parallel ranks without peer-to-peer access (vLLM logs 'Custom allreduce is disabled "
         "because your platform lacks GPU P2P capability'): NCCL stages through host memory",
     )
+    parser.add_argument(
+        "--nvswitch",
+        action="store_true",
+        help="the tensor-parallel ranks share one NVSwitch board (8-GPU HGX: p4d, p4de, p5, p5e, p5en), where NCCL "
+        "adds NVLink SHARP buffers from three ranks (read in NCCL's source, not measured)",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON (the default output is JSON too)")
 
 

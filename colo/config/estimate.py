@@ -69,6 +69,7 @@ class EstimateArguments(BaseModel):
     trust_remote_code: bool = False
     without_flashinfer: bool = False
     no_peer_to_peer: bool = False
+    nvswitch: bool = False
     dtype: ModelDtype | None = None
     pipeline_parallel_size: PipelineParallelSize = 1
 
@@ -118,6 +119,7 @@ class EstimateArguments(BaseModel):
             trust_remote_code=self.trust_remote_code,
             flashinfer_installed=not self.without_flashinfer,
             peer_to_peer=not self.no_peer_to_peer,
+            nvswitch=self.nvswitch,
             dtype=self.dtype,
             pipeline_parallel_size=self.pipeline_parallel_size,
         )

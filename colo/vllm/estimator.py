@@ -58,6 +58,7 @@ class EstimateRequest:
     trust_remote_code: bool = False  # --trust-remote-code
     flashinfer_installed: bool = True  # the official images carry it; a pip install may not
     peer_to_peer: bool = True  # False: tensor-parallel ranks cannot reach each other directly
+    nvswitch: bool = False  # the ranks share one NVSwitch board (8-GPU HGX: p4d/p4de/p5/p5e/p5en)
     dtype: str | None = None  # --dtype (None: auto)
     pipeline_parallel_size: int = 1
 
@@ -195,6 +196,7 @@ def estimate(args: EstimateRequest, *, kv_pool_bytes: int | None = None) -> Esti
         skip_mm_profiling=args.skip_mm_profiling,
         flashinfer_installed=args.flashinfer_installed,
         peer_to_peer=args.peer_to_peer,
+        nvswitch=args.nvswitch,
     )
     _refuse_what_vllm_refuses(args, spec)
     free = None if args.free_memory_gib is None else round(args.free_memory_gib * GIB)

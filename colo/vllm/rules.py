@@ -76,6 +76,8 @@ class VllmRules(_Strict):
     # --- tensor parallelism: what the distributed init creates, and when (docs §10)
     dist_init_before_snapshot: bool  # NCCL communicators and all-reduce buffers exist before the snapshot
     nccl_cumem: bool  # NCCL's cuMem allocator is on (vLLM forced NCCL_CUMEM_ENABLE=0 before 0.10.2)
+    # NVLink SHARP buffer MiB per channel and NVLS head of the NCCL the release's torch pins (read, not measured)
+    nvls_mib_per_channel_head: int
     ep_group: Literal["none", "every_model", "moe_only"]  # a second NCCL communicator for the EP group
     logits_gather_creates_communicator: bool  # the dummy sampler's all-gather wakes torch's lazy NCCL group
     symm_mem_all_reduce: bool  # SymmMemCommunicator's buffer on compute capability 9.0 / 10.x

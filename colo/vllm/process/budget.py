@@ -74,6 +74,8 @@ class ProcessSpec:
     flashinfer_installed: bool = True
     # TP ranks reach each other directly (NVLink, PCIe P2P); False: NCCL stages through host memory
     peer_to_peer: bool = True
+    # the ranks share one NVSwitch board (HGX: p4d, p4de, p5, p5e, p5en), where NCCL uses NVLink SHARP
+    nvswitch: bool = False
     # Multimodal checkpoints: --language-model-only, --limit-mm-per-prompt, --skip-mm-profiling
     language_model_only: bool = False
     mm_limits: tuple[tuple[str, int], ...] = ()  # unlisted modalities allow 999 items
@@ -304,6 +306,7 @@ def _communication(spec: ProcessSpec, consts: MeasuredConstants) -> TpCommunicat
         spec.rules,
         sizes.peer_to_peer if spec.peer_to_peer else sizes.host_staged,
         spec.gpu,
+        nvswitch=spec.nvswitch,
         tensor_parallel_size=spec.tensor_parallel_size,
         moe=spec.arch.moe is not None,
         pooling=spec.pooling,

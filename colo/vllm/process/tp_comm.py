@@ -29,6 +29,8 @@ SYMM_MEM_MIB: dict[tuple[int, int], dict[int, int]] = {
 # vllm 0.8.0 .. 0.33.0 distributed/device_communicators/custom_all_reduce.py::CustomAllreduce
 # _SUPPORTED_WORLD_SIZES (16 joins in 0.27 with the larger legacy buffer)
 CUSTOM_ALL_REDUCE_SIZES = (2, 4, 6, 8)
+# NCCL 2.21.5 .. 2.28.9 src/transport/nvls.cc: NVLS_NCHANNELS_SM90 (Hopper; Blackwell's 24/32 not modelled)
+NVLS_CHANNELS_SM90 = 16
 # vllm 0.17.0 / 0.20.0 compilation/passes/fusion/allreduce_rms_fusion.py::FI_ALLREDUCE_FUSION_MAX_SIZE_MB
 FLASHINFER_AR_MAX_MIB: dict[tuple[int, int], dict[int, float]] = {
     (9, 0): {2: 64, 4: 2, 8: 0.5},
@@ -63,6 +65,18 @@ def _flashinfer_workspace(
     return 4 * tp * largest + 2 * MIB
 
 
+def _nvls_mib(rules: VllmRules, gpu: GpuSpec, tp: int, nvswitch: bool) -> int:
+    """NVLink SHARP buffers of the TP communicator on an NVSwitch board (HGX: p4d/p5-class). NCCL turns NVLS on
+    only for more than two GPUs with multicast support (`src/transport/nvls.cc::ncclNvlsInit`: `gpuCount <= 2`
+    returns), on Hopper with 16 channels, one NVLS head per GPU of the communicator, each channel and head
+    `nvls_mib_per_channel_head` (docs/research/nccl-memory.md §2). Read in NCCL's source; multicast could not be
+    measured here. Allocated at init (2.21.5) or at the first NVLS collective, the profile's (2.26+): in the budget
+    either way."""
+    if not nvswitch or tp <= 2 or gpu.compute_capability != (9, 0):
+        return 0
+    return NVLS_CHANNELS_SM90 * tp * rules.nvls_mib_per_channel_head
+
+
 def _nccl_mib(rules: VllmRules, sizes: TpCommunicationMib, moe: bool) -> int:
     """vLLM's own communicators: the TP group's, and the EP group's where the release builds one."""
     cumem = rules.nccl_cumem
@@ -94,8 +108,10 @@ def tp_communication(
     max_num_batched_tokens: int,
     element: int,
     stage: Stage | None = None,
+    nvswitch: bool = False,
 ) -> TpCommunication:
-    """One rank's communication memory: its tensor-parallel group's and, at pipeline parallel, its stage's."""
+    """One rank's communication memory: its tensor-parallel group's and, at pipeline parallel, its stage's.
+    `nvswitch`: the ranks sit on one NVSwitch board, where NCCL adds NVLink SHARP buffers from three ranks."""
     samples = stage is None or stage.last  # only the last stage gathers logits
     tp = _tensor_parallel(
         rules,
@@ -109,6 +125,8 @@ def tp_communication(
         max_num_batched_tokens=max_num_batched_tokens,
         element=element,
     )
+    nvls = _nvls_mib(rules, gpu, tensor_parallel_size, nvswitch) * MIB
+    tp = TpCommunication(tp.before_snapshot, tp.in_budget + nvls, tp.unbudgeted)
     if stage is None or stage.size <= 1:
         return tp
     pp = _pipeline_parallel(rules, sizes, stage, first_communicator=tensor_parallel_size <= 1)
