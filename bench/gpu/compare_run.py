@@ -124,7 +124,12 @@ def server_rows(
             None,
         ),
         ("non-torch GiB", memory.get("non_torch_gib"), logged.get("profile_non_torch_gib"), None),
-        ("CUDA graph estimate GiB", memory.get("cuda_graph_gib"), logged.get("graph_estimate_gib"), None),
+        (
+            "CUDA graph estimate GiB",
+            memory.get("cuda_graph_estimate_gib", memory.get("cuda_graph_gib")),
+            logged.get("graph_estimate_gib"),
+            None,
+        ),
         ("CUDA graph captured GiB", memory.get("cuda_graph_gib"), logged.get("graph_captured_gib"), None),
         ("CUDA graphs (count)", memory.get("cuda_graphs"), f"{logged.get('graphs')} ({graph_text})", None),
         ("requested GiB", memory.get("requested_gib"), logged.get("requested_gib"), None),

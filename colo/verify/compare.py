@@ -83,7 +83,7 @@ def _gib(value: int) -> float:
 def planned_figures(budget: ProcessBudget, *, summary_consumed: bool) -> dict[str, Value]:
     """What the plan says this process logs; `summary_consumed`: the release logs the 0.27+ summary."""
     spec = budget.spec
-    in_budget_graphs = budget.graphs.bytes if budget.graph_estimate_in_budget else 0
+    in_budget_graphs = budget.graphs.estimate_bytes if budget.graph_estimate_in_budget else 0
     planned: dict[str, Value] = {
         "release": spec.vllm_version,
         "utilization": spec.utilization,

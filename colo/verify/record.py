@@ -27,6 +27,7 @@ from colo.vllm import (
     Calibration,
     CalibrationEntry,
     Observation,
+    kib_per_graph_field,
     measured_constants,
     same_release,
 )
@@ -82,9 +83,11 @@ def _graph_kib(item: Observed) -> int | None:
     graphs, arch = budget.graphs, budget.spec.arch
     if log.graph_gib is None or log.graph_gib <= 0 or graphs.count == 0 or arch.is_hybrid_linear:
         return None
-    used = (budget.spec.constants or measured_constants()).cudagraph_kib_per_graph_layer
-    buffers = graphs.bytes - graphs.count * arch.num_layers * used * KIB
-    kib = (log.graph_gib * GIB - buffers) / (graphs.count * arch.num_layers * KIB)
+    consts = budget.spec.constants or measured_constants()
+    used = int(getattr(consts, kib_per_graph_field(budget.spec.gpu.compute_capability)))
+    # the captured figure's part that scales with the instantiated graphs (one per layer piece and size)
+    buffers = graphs.bytes - graphs.executables * used * KIB
+    kib = (log.graph_gib * GIB - buffers) / (graphs.executables * KIB)
     return round(kib) if kib > 0 else None
 
 

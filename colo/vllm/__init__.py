@@ -39,7 +39,7 @@ from colo.vllm.estimator import Estimate, EstimateRefused, EstimateRequest, esti
 from colo.vllm.extra_args import extra_arg_refusal
 from colo.vllm.process.budget import ProcessBudget, ProcessSpec, geometry_for
 from colo.vllm.process.calibrated import calibrated
-from colo.vllm.process.cudagraph import SMALL_CAPTURE_SIZES
+from colo.vllm.process.cudagraph import SMALL_CAPTURE_SIZES, kib_per_graph_field
 from colo.vllm.process.engine_limits import resolve_limits
 from colo.vllm.process.kv_cache import KV_DTYPE_BYTES
 from colo.vllm.process.model_dtype import served_architecture
@@ -101,6 +101,7 @@ __all__ = [
     "gpu_view",
     "header_length",
     "in_gib",
+    "kib_per_graph_field",
     "kv_cache_memory_bytes_missing",
     "measured_constants",
     "named_model",

@@ -101,12 +101,14 @@ def _request_needed(probe: ProcessBudget, requests: float) -> int:
     spec = probe.spec
     need = probe.weights_bytes + probe.activation_bytes + probe.non_torch_bytes
     if probe.graph_estimate_in_budget:
-        need += probe.graphs.bytes
+        need += probe.graphs.estimate_bytes
     need += _kv_target(spec, requests)
     if probe.global_accounting:
         need += probe.others_bytes + probe.context_bytes
     if probe.capacity is None:  # encoder-only: util only gates the startup check
-        need = probe.weights_bytes + probe.activation_bytes + probe.non_torch_bytes + probe.graphs.bytes
+        need = (
+            probe.weights_bytes + probe.activation_bytes + probe.non_torch_bytes + probe.graphs.resident_bytes
+        )
     return need
 
 
@@ -231,7 +233,7 @@ def _explain(server: ServerPlan, free_before: int, margin: int) -> list[Problem]
                 path,
                 f"out of memory after startup: this server needs {b.footprint_bytes / gib:.2f} GiB resident "
                 f"(CUDA context {b.context_bytes / gib:.2f}, graphs outside vLLM's budget "
-                f"{0 if b.graph_estimate_in_budget else b.graphs.bytes / gib:.2f}) but only "
+                f"{b.graphs_outside_budget_bytes / gib:.2f}) but only "
                 f"{free_before / gib:.2f} GiB is free; fixes: {_utilization_advice(limit)}, shrink "
                 f"cudagraphCaptureSizes, or set enforceEager",
             )

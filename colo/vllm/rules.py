@@ -103,8 +103,11 @@ class VllmRules(_Strict):
     v2_runner_listed_dense_unquantized_only: bool  # listed architectures, and only when not MoE or quantized
     v2_runner_every_dense_text_model: bool  # every non-hybrid model that is not MoE, and the listed MoE ones
     v2_estimate_zero: bool  # the V2 runner's profile_cudagraph_memory returns 0
-    # --- CUDA graphs
+    # --- CUDA graphs (docs §5, §5a)
     cudagraph_mode: Literal["PIECEWISE", "FULL_AND_PIECEWISE"]
+    full_cudagraphs_for_pooling: bool  # pooling models capture FULL graphs too (vLLM keeps them PIECEWISE)
+    fa3_cudagraph_splits: int  # FA3's split-KV cap under FULL graphs: its accumulators' first dim
+    v2_full_graphs_on_torch_stream: bool  # the V2 runner captures FULL graphs on PyTorch's side stream
     capture_rule: Literal["fixed512", "step8", "step8_then16"]
     capture_spec_multiplier: bool
     capture_append_max_num_batched_tokens: bool
@@ -262,8 +265,15 @@ class MeasuredConstants(_Strict):
 
     non_torch_growth_mib: int
     non_torch_growth_mib_cublas_in_baseline: int
-    cudagraph_kib_per_graph_layer: int
-    cudagraph_kib_per_graph_layer_hybrid: int
+    # CUDA graphs (colo.vllm.process.cudagraph): the driver's memory per instantiated graph (a PIECEWISE size
+    # has one per layer piece) and per kernel node, the kernels of one decoder layer, the piece pool as a
+    # multiple of the MLP's live activations, and the FA3 accumulator copies of the V2 runner's side-stream pool
+    cudagraph_kib_per_graph_layer: int  # Hopper (compute capability 9)
+    cudagraph_kib_per_graph_layer_other_gpus: int
+    cudagraph_kib_per_kernel_node: int
+    cudagraph_kernels_per_layer: int
+    cudagraph_pool_mlp_factor: int
+    cudagraph_v2_torch_stream_accumulators: int
     sampler_bytes_per_logit: SamplerBytesPerLogit
     tp_communication_mib: TpCommunicationByTopology
     post_profile_mib: int

@@ -37,6 +37,7 @@ def budget_view(b: ProcessBudget) -> dict[str, Any]:
         "vision_tower_built": spec.vision_tower_built,
         "mm_encoder_profiled": spec.mm_encoder_profiled,
         "cuda_graph_gib": in_gib(b.graphs.bytes),
+        "cuda_graph_estimate_gib": in_gib(b.graphs.estimate_bytes),
         "cuda_graphs": b.graphs.count,
         "cuda_graph_in_budget": b.graph_estimate_in_budget,
         "kv_cache_gib": in_gib(b.kv_bytes),

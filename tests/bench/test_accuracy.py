@@ -131,7 +131,8 @@ def test_an_unnamed_gpu_with_a_printed_total_is_sized_by_its_memory() -> None:
 
 def test_the_catalogs_informed_by_lists_are_what_the_bench_keeps_apart() -> None:
     informed = informed_ids()
-    assert "tokenkaki_a100_40g_qwen3_8b_0191" in informed  # colo/vllm/rules.yaml constants
+    assert "c_llama31_8b_a100_32k_v0171" in informed  # colo/vllm/rules.yaml constants
+    assert "tokenkaki_a100_40g_qwen3_8b_0191" not in informed  # no longer sets a constant: evidence again
     assert "v1_gemma3_4b_b200_pr21489" in informed  # gpus.yaml
 
 

@@ -61,24 +61,30 @@ def test_a_read_write_once_volume_keeps_pairs_on_one_node_and_the_saving_is_note
     assert best.usd_per_hour <= result.current.usd_per_hour + 1e-9
 
 
+def _wanting(request: PackRequest, name: str, concurrency: float) -> PackRequest:
+    return replace(
+        request,
+        llms=tuple(
+            replace(llm, min_concurrency=concurrency) if llm.name == name else llm for llm in request.llms
+        ),
+    )
+
+
 def test_a_minimum_the_plan_s_graphs_miss_is_met_by_writing_the_graph_setting(
     field_report: PackRequest,
 ) -> None:
     l40s = replace(field_report, families=("g6e",))
-    reduced = pack(l40s, alternatives=0).layouts[0]
-    gemma = reduced.check.pairs["gemma31b"].llm
-    assert gemma.graphs == "sizes"  # the plan's own fallback: default graphs do not fit
-    wants_more = replace(
-        l40s,
-        llms=tuple(
-            replace(llm, min_concurrency=gemma.concurrency + 0.01) if llm.name == "gemma31b" else llm
-            for llm in l40s.llms
-        ),
-    )
-    eager = pack(wants_more, alternatives=0).layouts[0]
+    planned = pack(l40s, alternatives=0).layouts[0].check.pairs["gemma31b"].llm
+    assert planned.graphs == "default"  # the default graphs fit beside the embedder
+    reduced = pack(_wanting(l40s, "gemma31b", planned.concurrency + 0.01), alternatives=0).layouts[0]
+    written = next(p for p in reduced.values["pairs"] if p["name"] == "gemma31b")["llm"]
+    assert written["cudagraphCaptureSizes"] == [1, 2, 4, 8] and "enforceEager" not in written
+    fewer = reduced.check.pairs["gemma31b"].llm
+    assert fewer.concurrency >= planned.concurrency + 0.01
+    eager = pack(_wanting(l40s, "gemma31b", fewer.concurrency + 0.01), alternatives=0).layouts[0]
     written = next(p for p in eager.values["pairs"] if p["name"] == "gemma31b")["llm"]
     assert written["enforceEager"] is True
-    assert eager.check.pairs["gemma31b"].llm.concurrency >= gemma.concurrency + 0.01
+    assert eager.check.pairs["gemma31b"].llm.concurrency >= fewer.concurrency + 0.01
 
 
 def test_an_unreachable_concurrency_names_the_model_and_the_minimum() -> None:

@@ -67,11 +67,17 @@ def test_eager_and_fixed_kv_bytes_never_subtract_a_graph_estimate() -> None:
     assert fixed.kv_bytes == 10 * GIB
 
 
-def test_kv_pool_is_requested_minus_weights_activation_non_torch_and_in_budget_graphs() -> None:
+def test_kv_pool_is_requested_minus_weights_activation_non_torch_and_vllms_graph_estimate() -> None:
     b = sized("Qwen/Qwen3-8B", "H100-SXM", "0.31.0", gpu_memory_utilization=0.8)
+    # the estimate is subtracted, not what the capture takes
+    assert b.graphs.estimate_bytes != b.graphs.bytes
     assert (
         b.kv_bytes
-        == b.requested_bytes - b.weights_bytes - b.activation_bytes - b.non_torch_bytes - b.graphs.bytes
+        == b.requested_bytes
+        - b.weights_bytes
+        - b.activation_bytes
+        - b.non_torch_bytes
+        - b.graphs.estimate_bytes
     )
 
 

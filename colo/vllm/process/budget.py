@@ -34,7 +34,7 @@ from colo.vllm.process.activation import (
     encoder_profile_kept_bytes,
     sampler_profile,
 )
-from colo.vllm.process.cudagraph import GraphPlan, default_capture_sizes, graph_memory
+from colo.vllm.process.cudagraph import GraphPlan, GraphSetting, default_capture_sizes, graph_memory
 from colo.vllm.process.engine_limits import EngineLimits
 from colo.vllm.process.kv_cache import (
     KvCapacity,
@@ -181,11 +181,19 @@ class ProcessBudget:
         return self.spec.rules.kv_accounting == "global"
 
     @property
+    def graphs_outside_budget_bytes(self) -> int:
+        """Graph memory beyond what vLLM's budget took off the KV pool: all of it where the release subtracts
+        no estimate, else what the graphs hold beyond the estimate (negative where vLLM over-estimated)."""
+        return self.graphs.resident_bytes - (
+            self.graphs.estimate_bytes if self.graph_estimate_in_budget else 0
+        )
+
+    @property
     def resident_beyond_request_bytes(self) -> int:
         """What this process holds beyond `requested` once it serves: its context and what vLLM's budget does
         not count (per-instance), or, under global accounting, minus what other processes hold (their memory
         is inside `total × util`)."""
-        graphs_outside = 0 if self.graph_estimate_in_budget else self.graphs.bytes
+        graphs_outside = self.graphs_outside_budget_bytes
         if self.global_accounting:
             return graphs_outside + self.post_profile_bytes - self.others_bytes
         return self.context_bytes + graphs_outside + self.post_profile_bytes + self.communication.unbudgeted
@@ -194,14 +202,16 @@ class ProcessBudget:
     def footprint_bytes(self) -> int:
         """Memory nvidia-smi attributes to this process once it serves."""
         if self.capacity is None:  # no KV cache: nothing is reserved up to `requested`
-            core = self.weights_bytes + self.activation_bytes + self.non_torch_bytes + self.graphs.bytes
+            core = (
+                self.weights_bytes + self.activation_bytes + self.non_torch_bytes + self.graphs.resident_bytes
+            )
         elif self.spec.kv_cache_memory_bytes is not None:
             core = (
                 self.weights_bytes
                 + self.activation_bytes
                 + self.non_torch_bytes
                 + self.kv_bytes
-                + self.graphs.bytes
+                + self.graphs.resident_bytes
             )
         else:
             return self.requested_bytes + self.resident_beyond_request_bytes
@@ -321,16 +331,17 @@ def _communication(spec: ProcessSpec, consts: MeasuredConstants) -> TpCommunicat
 def _graphs(spec: ProcessSpec, consts: MeasuredConstants) -> GraphPlan:
     stage = spec.stage
     arch = spec.arch if stage is None else replace(spec.arch, num_layers=stage.layers)  # its own layers
-    return graph_memory(
-        arch,
-        spec.rules,
-        capture_sizes_for(spec),
+    setting = GraphSetting(
         max_num_seqs=spec.limits.max_num_seqs,
         decode_query_len=spec.decode_query_len,
-        kib_per_graph_layer=consts.cudagraph_kib_per_graph_layer_hybrid
-        if spec.arch.is_hybrid_linear
-        else consts.cudagraph_kib_per_graph_layer,
+        pooling=spec.pooling,
+        compute_capability=spec.gpu.compute_capability,
+        tensor_parallel_size=spec.tensor_parallel_size,
+        v2_runner=spec.v2_model_runner,
+        # models without a KV cache skip determine_available_memory, and with it the graph profile (§9)
+        profiled=graph_profile_blocks(spec) > 0 and geometry_for(spec) is not None,
     )
+    return graph_memory(arch, spec.rules, capture_sizes_for(spec), setting, consts)
 
 
 GRAPH_PROFILE_OOM = "torch.OutOfMemoryError: CUDA out of memory while profiling CUDA-graph memory"
@@ -400,7 +411,7 @@ def size_process(spec: ProcessSpec, *, free_before_bytes: int | None = None) -> 
     elif spec.rules.kv_accounting == "global":
         kv = requested - others - context - non_torch - weights - activation
     else:
-        kv = requested - weights - activation - non_torch - (graphs.bytes if in_budget else 0)
+        kv = requested - weights - activation - non_torch - (graphs.estimate_bytes if in_budget else 0)
     capacity, errors = _kv_pool(spec, kv, weights)
     temporary = graph_profile_kv_bytes(spec)
     if not errors and temporary and context + non_torch + weights + temporary > free_before:

@@ -7,6 +7,7 @@ from dataclasses import replace
 from colo.catalog import MIB
 from colo.vllm.calibration import AppliedCalibration, CalibrationEntry
 from colo.vllm.process.budget import ProcessSpec
+from colo.vllm.process.cudagraph import kib_per_graph_field
 from colo.vllm.rules import MeasuredConstants, measured_constants
 
 
@@ -24,15 +25,13 @@ def _constants_with(
         )
         updates[key] = entry.non_torch_growth_mib
         changed.append(("non_torch_growth_mib", entry.non_torch_growth_mib, getattr(consts, key)))
-    # Recorded from dense models only (colo.verify.record); hybrid models keep the catalog's figure.
+    # Recorded from dense models only (colo.verify.record); hybrid models keep the catalog's figure. The
+    # calibration's GPU decides which of the per-graph constants it replaces.
     if entry.cudagraph_kib_per_graph_layer is not None and not spec.arch.is_hybrid_linear:
-        updates["cudagraph_kib_per_graph_layer"] = entry.cudagraph_kib_per_graph_layer
+        field = kib_per_graph_field(spec.gpu.compute_capability)
+        updates[field] = entry.cudagraph_kib_per_graph_layer
         changed.append(
-            (
-                "cudagraph_kib_per_graph_layer",
-                entry.cudagraph_kib_per_graph_layer,
-                consts.cudagraph_kib_per_graph_layer,
-            )
+            ("cudagraph_kib_per_graph_layer", entry.cudagraph_kib_per_graph_layer, getattr(consts, field))
         )
     return consts.model_copy(update=updates), changed
 

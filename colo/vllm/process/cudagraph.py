@@ -1,7 +1,21 @@
-"""CUDA-graph capture sizes and the graph memory vLLM estimates (`profile_cudagraph_memory`).
+"""CUDA-graph capture sizes, and the graph memory vLLM captures (`capture_model`) and estimates beforehand
+(`profile_cudagraph_memory`).
 
-Sizes follow `VllmConfig._set_cudagraph_sizes` for the release's rule; FULL decode graphs are captured
-for sizes up to `max_num_seqs * (1 + speculative tokens)` when the default mode is FULL_AND_PIECEWISE.
+Sizes follow `VllmConfig._set_cudagraph_sizes` for the release's rule. Which graphs exist, and what holds their
+memory, is read in vLLM's and PyTorch's sources (docs/vllm-memory-rules.md §5a):
+
+* Modes. PIECEWISE graphs for every capture size; FULL decode graphs for the sizes up to
+  `max_num_seqs * (1 + speculative tokens)` when the release's default mode is FULL_AND_PIECEWISE, except for
+  pooling models, which vLLM keeps PIECEWISE ("Pooling models do not support full cudagraphs").
+* Executables. A PIECEWISE size is one CUDA graph per piece: the compiled model is split at every attention
+  (or mixer) op, so layers + 1 graphs. A FULL size is one graph. The driver keeps memory per instantiated
+  graph and per kernel node, outside PyTorch's allocator, and keeps it after the graphs are destroyed.
+* The pool. All graphs share one private pool, captured largest first, so the pool is sized by the largest
+  capture: a piece's activations (PyTorch's allocator rounds them into 2 MiB and 20 MiB segments), plus, for
+  FULL graphs on Hopper, FlashAttention 3's split-KV accumulators, too large for any block the piecewise
+  graphs freed.
+* The stream. `graph_capture` opens a new CUDA stream, and the first matmul on it allocates a cuBLAS
+  workspace (PyTorch keeps one per handle and stream).
 """
 
 from __future__ import annotations
@@ -9,10 +23,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from colo.vllm.checkpoint.architecture import ModelArchitecture
-from colo.vllm.rules import VllmRules
+from colo.vllm.rules import MeasuredConstants, VllmRules
 
 KIB = 1024
+MIB = 1024 * KIB
 SMALL_CAPTURE_SIZES = (1, 2, 4, 8)  # the field report's attempt: four sizes instead of 51
+
+# PyTorch c10/cuda/CUDACachingAllocator.cpp: allocations up to kSmallSize share 2 MiB segments
+# (kSmallBuffer); those below kMinLargeAlloc share 20 MiB segments (kLargeBuffer); larger ones get a segment
+# of their own, rounded up to kRoundLarge.
+SMALL_ALLOC = 1 * MIB
+SMALL_SEGMENT = 2 * MIB
+LARGE_SEGMENT = 20 * MIB
+MIN_LARGE_ALLOC = 10 * MIB
+ROUND_LARGE = 2 * MIB
+# PyTorch aten/src/ATen/cuda/CublasHandlePool.cpp::parseChosenWorkspaceSize: ":4096:8" (32 MiB) from compute
+# capability 9 (Hopper; newer PyTorch also 10 and 12), ":4096:2:16:8" below. Measured 32 MiB on an H200
+# (bench/gpu/results/2026-12-02-h200-graph-memory.json, `cublas_new_stream_eager_free_drop`).
+CUBLAS_WORKSPACE_SM90 = 4096 * 8 * KIB
+CUBLAS_WORKSPACE_OLDER = 4096 * 2 * KIB + 16 * 8 * KIB
+FA3_ACCUMULATOR_BYTES = 4  # fp32 partial outputs, one per split
+ESTIMATE_MIN_PER_GRAPH = 1 * MIB  # profile_cudagraph_memory: "at least 1 MiB per graph for driver overhead"
+PROFILE_SAMPLES = 2  # profile_cudagraph_memory captures the first two sizes of each mode
 
 
 def default_capture_sizes(
@@ -42,33 +74,186 @@ def default_capture_sizes(
 
 @dataclass(frozen=True)
 class GraphPlan:
-    piecewise: int
-    full: int
+    piecewise: int  # capture sizes with PIECEWISE graphs
+    full: int  # capture sizes with a FULL graph
     largest: int
-    bytes: int
+    bytes: int  # what capture_model takes ("Graph capturing finished in S secs, took X GiB")
+    estimate_bytes: int = 0  # what profile_cudagraph_memory returns ("Estimated CUDA graph memory")
+    executables: int = 0  # CUDA graphs instantiated: layers + 1 per PIECEWISE size, one per FULL size
+    retained_bytes: int = (
+        0  # what the profile left held: its stream's cuBLAS workspace, its graphs' driver memory
+    )
+
+    @property
+    def resident_bytes(self) -> int:
+        """Everything the graphs hold once the process serves (nvidia-smi sees it)."""
+        return self.bytes + self.retained_bytes
 
     @property
     def count(self) -> int:
         return self.piecewise + self.full
 
 
+@dataclass(frozen=True)
+class GraphSetting:
+    """What decides one process's graphs besides the model and its capture sizes."""
+
+    max_num_seqs: int
+    decode_query_len: int = 1
+    pooling: bool = False
+    compute_capability: tuple[int, int] = (0, 0)
+    tensor_parallel_size: int = 1
+    v2_runner: bool = False
+    profiled: bool = False  # profile_cudagraph_memory captured samples before the real capture
+
+
+def _round_up(value: int, step: int) -> int:
+    return -(-value // step) * step
+
+
+def piece_pool_bytes(arch: ModelArchitecture, tokens: int, tensor_parallel_size: int, factor: int) -> int:
+    """The pool a piece of the largest size leaves: `factor` times the MLP's live activations (measured on a
+    synthetic decoder, bench/gpu/measure_graph_memory.py), in PyTorch's segments, with one small segment."""
+    tp = tensor_parallel_size
+    element = arch.dtype_bytes
+    if arch.moe is None:
+        largest = tokens * 2 * arch.intermediate_size // tp * element  # gate_up output
+        live = tokens * 3 * arch.intermediate_size // tp * element
+    else:
+        m = arch.moe
+        routed = tokens * m.experts_per_token
+        largest = routed * 2 * m.moe_intermediate_size // tp * element  # fused_moe's first cache
+        live = routed * (3 * m.moe_intermediate_size // tp + arch.hidden_size) * element
+    pool = _round_up(factor * live, ROUND_LARGE)
+    if SMALL_ALLOC < largest < MIN_LARGE_ALLOC:  # served from a 20 MiB segment whatever its size
+        pool = max(pool, LARGE_SEGMENT)
+    return pool + SMALL_SEGMENT
+
+
+def fa3_accumulator_bytes(
+    arch: ModelArchitecture, rules: VllmRules, tokens: int, setting: GraphSetting
+) -> int:
+    """FlashAttention 3's split-KV outputs in a FULL graph of `tokens` decode requests: [splits, tokens, heads,
+    head dim] fp32 (`vllm 0.22.0 v1/attention/backends/flash_attn.py`: "intermediate buffers of size
+    [num_splits, num_heads, num_tokens, head_size] are allocated"). FA3 runs on compute capability 9 only;
+    other backends (FA2, FlashInfer, Triton, MLA kernels) hold no such buffer in the pool."""
+    if setting.compute_capability[0] != 9 or arch.mla is not None or not arch.num_attention_heads:
+        return 0
+    heads = max(arch.num_attention_heads // setting.tensor_parallel_size, 1)
+    head_dim = max(arch.head_dim, arch.global_head_dim or 0)
+    raw = rules.fa3_cudagraph_splits * tokens * heads * head_dim * FA3_ACCUMULATOR_BYTES
+    return _round_up(raw, ROUND_LARGE)
+
+
+def cublas_workspace_bytes(compute_capability: tuple[int, int]) -> int:
+    return CUBLAS_WORKSPACE_SM90 if compute_capability[0] >= 9 else CUBLAS_WORKSPACE_OLDER
+
+
+def kib_per_graph_field(compute_capability: tuple[int, int]) -> str:
+    """The measured constant that holds the driver's memory per graph on this GPU (Hopper's is measured here)."""
+    if compute_capability[0] == 9:
+        return "cudagraph_kib_per_graph_layer"
+    return "cudagraph_kib_per_graph_layer_other_gpus"
+
+
+def _executable_bytes(
+    consts: MeasuredConstants, compute_capability: tuple[int, int], graphs: int, layers: int
+) -> int:
+    """Driver memory of `graphs` instantiated CUDA graphs holding `layers` decoder layers' kernels in all."""
+    per_graph = int(getattr(consts, kib_per_graph_field(compute_capability))) * KIB
+    per_node = consts.cudagraph_kib_per_kernel_node * KIB
+    return graphs * per_graph + layers * consts.cudagraph_kernels_per_layer * per_node
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """One process's graph memory by what holds it (bytes)."""
+
+    piecewise: int  # sizes
+    full: int
+    per_piecewise: int  # driver memory of one PIECEWISE size's layers + 1 graphs
+    per_full: int
+    workspace: int  # the capture stream's cuBLAS workspace
+    pool: int  # the largest piece's activations
+    accumulators: int  # FA3's split-KV outputs of the largest FULL graph
+    full_pool: int  # what FULL graphs need beside the piecewise pool
+
+
+def full_graph_sizes(rules: VllmRules, sizes: list[int], setting: GraphSetting) -> list[int]:
+    """The uniform-decode sizes captured as FULL graphs: none for a pooling model or a PIECEWISE release."""
+    pooled_out = setting.pooling and not rules.full_cudagraphs_for_pooling
+    if rules.cudagraph_mode != "FULL_AND_PIECEWISE" or pooled_out:
+        return []
+    q = setting.decode_query_len
+    return [s for s in sizes if q <= s <= setting.max_num_seqs * q]
+
+
+def _parts(
+    arch: ModelArchitecture,
+    rules: VllmRules,
+    sizes: list[int],
+    setting: GraphSetting,
+    consts: MeasuredConstants,
+) -> _Parts:
+    full_sizes = full_graph_sizes(rules, sizes, setting)
+    cc, layers = setting.compute_capability, arch.num_layers
+    workspace = cublas_workspace_bytes(cc)
+    pool = piece_pool_bytes(arch, max(sizes), setting.tensor_parallel_size, consts.cudagraph_pool_mlp_factor)
+    accumulators = fa3_accumulator_bytes(arch, rules, max(full_sizes), setting) if full_sizes else 0
+    full_pool = accumulators  # FULL graphs reuse the piecewise pool's blocks, but not for the accumulators
+    if setting.v2_runner and rules.v2_full_graphs_on_torch_stream and full_sizes:
+        # torch.cuda.graph without a stream captures on PyTorch's own side stream, whose blocks the piecewise
+        # graphs' (on vLLM's stream) cannot serve: a second workspace and activation pool.
+        full_pool = workspace + pool + consts.cudagraph_v2_torch_stream_accumulators * accumulators
+    return _Parts(
+        len(sizes),
+        len(full_sizes),
+        _executable_bytes(consts, cc, layers + 1, layers),
+        _executable_bytes(consts, cc, 1, layers),
+        workspace,
+        pool,
+        accumulators,
+        full_pool,
+    )
+
+
+def _estimate(p: _Parts, v2_runner: bool) -> tuple[int, int, int]:
+    """profile_cudagraph_memory's figure, and the PIECEWISE and FULL sizes whose graphs it captured."""
+    spread_full = max(p.full - 1, 0) * max(p.per_full, ESTIMATE_MIN_PER_GRAPH)
+    if v2_runner:
+        # 0.29+ (V2): the profile runs the real capture_model, every PIECEWISE size and two FULL samples,
+        # extrapolated as first + (n - 1) x second
+        estimate = p.workspace + p.pool + p.full_pool + p.piecewise * p.per_piecewise + spread_full
+        return estimate + (p.per_full if p.full else 0), p.piecewise, min(p.full, PROFILE_SAMPLES)
+    # V1 (0.18+): the first capture of each mode, then the second one's growth for every further graph; the
+    # modes' first captures are taken to overlap in one pool, so only the larger counts
+    first_full = p.accumulators + p.per_full if p.full else 0
+    estimate = max(p.workspace + p.pool + p.per_piecewise, first_full)
+    estimate += (p.piecewise - 1) * max(p.per_piecewise, ESTIMATE_MIN_PER_GRAPH) + spread_full
+    return estimate, min(p.piecewise, PROFILE_SAMPLES), min(p.full, PROFILE_SAMPLES)
+
+
 def graph_memory(
     arch: ModelArchitecture,
     rules: VllmRules,
     sizes: list[int],
-    *,
-    max_num_seqs: int,
-    decode_query_len: int,
-    kib_per_graph_layer: int,
+    setting: GraphSetting,
+    consts: MeasuredConstants,
 ) -> GraphPlan:
-    """Graph memory grows with graphs x layers (nodes and kernel arguments) plus the largest batch's buffers."""
+    """The graphs one process captures, what capturing them takes and what vLLM's profile estimates."""
     if not sizes:
         return GraphPlan(0, 0, 0, 0)
-    piecewise = len(sizes)
-    full = 0
-    if rules.cudagraph_mode == "FULL_AND_PIECEWISE":
-        full = len([s for s in sizes if s <= max_num_seqs * decode_query_len])
-    largest = max(sizes)
-    per_graph = arch.num_layers * kib_per_graph_layer * KIB
-    buffers = largest * (4 * arch.hidden_size + 3 * arch.intermediate_size) * arch.dtype_bytes
-    return GraphPlan(piecewise, full, largest, (piecewise + full) * per_graph + buffers)
+    p = _parts(arch, rules, sizes, setting, consts)
+    estimate, sampled_pw, sampled_full = _estimate(p, setting.v2_runner)
+    if not setting.profiled:
+        sampled_pw = sampled_full = 0
+    # capture_model: a new stream's workspace, the pool, the FULL graphs' own segment, and the executables the
+    # driver cannot give back from the profile's destroyed graphs
+    captured = p.workspace + p.pool + p.full_pool
+    captured += (p.piecewise - sampled_pw) * p.per_piecewise + (p.full - sampled_full) * p.per_full
+    # the profile's stream keeps its workspace, and the driver keeps its destroyed graphs' memory
+    retained = (
+        p.workspace + sampled_pw * p.per_piecewise + sampled_full * p.per_full if setting.profiled else 0
+    )
+    executables = p.piecewise * (arch.num_layers + 1) + p.full
+    return GraphPlan(p.piecewise, p.full, max(sizes), captured, estimate, executables, retained)
