@@ -19,7 +19,10 @@ CONTROL_PLANE_SCRIPT = REPO_ROOT / "scripts" / "build-control-plane.sh"
 CONTROL_PLANE_BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 # Beside bin/: the node and pod stages of the kwok release built, and the prometheus-operator CRDs.
 KWOK_STAGES = "kwok-stages.yaml"
-PROMETHEUS_CRDS = ("crds/monitoring.coreos.com_podmonitors.yaml", "crds/monitoring.coreos.com_prometheusrules.yaml")
+PROMETHEUS_CRDS = (
+    "crds/monitoring.coreos.com_podmonitors.yaml",
+    "crds/monitoring.coreos.com_prometheusrules.yaml",
+)
 
 
 def bin_dir_of(script: Path) -> Path:
