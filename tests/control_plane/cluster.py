@@ -36,6 +36,53 @@ SERVICE_CIDR = "10.96.0.0/16"
 POD_CIDR = "10.244.0.0/16"
 
 
+# What kubelet does with a running pod that is being deleted and kwok's stages leave out: stop its containers
+# and move it to a terminal phase. A pod with a DRA claim needs it: the claim keeps its delete-protection
+# finalizer while a pod that is not terminal reserves it, and a foreground deletion of the pod waits for the
+# claim, so without this the pod and its Deployment are never deleted. Our stage, weighted above kwok's
+# pod-delete so that it comes first; pod-delete then removes the terminal pod.
+STOP_ON_DELETE: dict[str, object] = {
+    "apiVersion": "kwok.x-k8s.io/v1alpha1",
+    "kind": "Stage",
+    "metadata": {"name": "colo-stop-pod-on-delete"},
+    "spec": {
+        "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+        "selector": {
+            "matchExpressions": [
+                {"key": ".metadata.deletionTimestamp", "operator": "Exists"},
+                {"key": ".status.phase", "operator": "In", "values": ["Running"]},
+            ]
+        },
+        "weight": 100,
+        "next": {
+            "statusTemplate": "\n".join(
+                [
+                    "{{ $now := Now }}",
+                    "phase: Succeeded",
+                    "conditions:",
+                    "- type: Ready",
+                    '  status: "False"',
+                    "  lastTransitionTime: {{ $now | Quote }}",
+                    "containerStatuses:",
+                    "{{ range .spec.containers }}",
+                    "- name: {{ .name | Quote }}",
+                    "  image: {{ .image | Quote }}",
+                    "  ready: false",
+                    "  restartCount: 0",
+                    "  state:",
+                    "    terminated:",
+                    "      exitCode: 0",
+                    "      reason: Completed",
+                    "      startedAt: {{ $now | Quote }}",
+                    "      finishedAt: {{ $now | Quote }}",
+                    "{{ end }}",
+                ]
+            )
+        },
+    },
+}
+
+
 class ControlPlaneFailed(Exception):
     """A component exited or never became ready; the message carries the end of its log."""
 
@@ -284,7 +331,7 @@ class ControlPlane:
 
     def _kwok_config(self) -> Path:
         """kwok's stages as its release ships them, and the files it serves as container logs."""
-        documents = list(yaml.safe_load_all(self.kwok_stages.read_text()))
+        documents = [d for d in yaml.safe_load_all(self.kwok_stages.read_text()) if d] + [STOP_ON_DELETE]
         for index, logs in enumerate(self.server_logs):
             documents.append(
                 {

@@ -1,7 +1,8 @@
 """The real Pulumi engine (scripts/build-pulumi-engine.sh) deploying colo's inline program to the control plane.
 
 Each run is its own process, as in tests/engine, with the Kubernetes provider pointed at the loopback API
-server through KUBECONFIG (the engine applies the objects itself: no render directory). A lifecycle runs
+server through KUBECONFIG (the engine applies the objects itself: no render directory); the program is colo's
+inline one (colo.inline_engine.select_stack), driven by tests/control_plane/engine_driver.py. A lifecycle runs
 `up`, an edited `up` and `destroy` against one backend and keeps what the API server held after each.
 """
 
@@ -20,7 +21,17 @@ from colo.inline_engine import Outcome, Step
 from tests.engine.conftest import Engine
 from tests.paths import REPO_ROOT
 
-ENGINE_TIMEOUT = 600
+ENGINE_TIMEOUT = 300
+
+
+@dataclass(frozen=True)
+class Run:
+    outcome: Outcome
+    # severity, urn, message: what `pulumi up` lists under "Diagnostics:"
+    diagnostics: list[dict[str, str | None]]
+
+    def messages(self, severity: str) -> list[str]:
+        return [str(d["message"]) for d in self.diagnostics if d["severity"] == severity]
 
 
 @dataclass(frozen=True)
@@ -28,25 +39,15 @@ class EngineOnCluster:
     engine: Engine
     kubeconfig: Path
 
-    def _outcome(self, report: Path, finished: subprocess.CompletedProcess[str]) -> Outcome:
-        assert report.exists(), finished.stdout + finished.stderr
-        data = json.loads(report.read_text())
-        steps = [
-            Step(s["op"], s["urn"], s["type"], tuple(s["diffs"]), tuple(s["replace_keys"]))
-            for s in data["steps"]
-        ]
-        return Outcome(data["command"], data["succeeded"], steps, data["errors"], data["output"])
-
-    def run(self, command: str, stack: str, project: Path) -> Outcome:
-        """`up` (colo.inline_engine) or `destroy` (tests/control_plane/engine_driver.py) of `stack`."""
+    def run(self, command: str, stack: str, project: Path) -> Run:
+        """`up` or `destroy` of `stack` (tests/control_plane/engine_driver.py), in its own process."""
         report = project / f"{command}-{stack}-{len(list(project.glob('*.json')))}.json"
-        module = "colo.inline_engine" if command != "destroy" else "tests.control_plane.engine_driver"
         env = {**self.engine.environment(), "KUBECONFIG": str(self.kubeconfig)}
         finished = subprocess.run(
             [
                 sys.executable,
                 "-m",
-                module,
+                "tests.control_plane.engine_driver",
                 command,
                 "--stack",
                 stack,
@@ -62,10 +63,18 @@ class EngineOnCluster:
             check=False,
             timeout=ENGINE_TIMEOUT,
         )
-        return self._outcome(report, finished)
+        assert report.exists(), finished.stdout + finished.stderr
+        data = json.loads(report.read_text())
+        steps = [
+            Step(s["op"], s["urn"], s["type"], tuple(s["diffs"]), tuple(s["replace_keys"]))
+            for s in data["steps"]
+        ]
+        outcome = Outcome(data["command"], data["succeeded"], steps, data["errors"], data["output"])
+        return Run(outcome, data["diagnostics"])
 
 
 def kubernetes_steps(outcome: Outcome) -> list[Step]:
+    """The steps on Kubernetes objects, leaving out colo's components and the default provider."""
     return [step for step in outcome.steps if step.type.startswith("kubernetes:")]
 
 

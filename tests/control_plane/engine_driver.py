@@ -1,8 +1,9 @@
-"""`python -m tests.control_plane.engine_driver destroy --stack S --project-dir D --report R`: `pulumi destroy` of a
-colo stack through the Automation API, recorded as colo.inline_engine records `up` (steps, errors, output).
+"""`python -m tests.control_plane.engine_driver up|destroy --stack S --project-dir D --report R`: colo's inline
+program (colo.inline_engine.select_stack) under the real engine, recorded as colo.inline_engine records a run,
+plus every diagnostic the engine reported (severity, resource, message).
 
-colo.inline_engine drives preview and up; a test that deploys to a live API server must also take everything
-away again, and reads what the engine did in the same form.
+The diagnostics are where a resource hook's messages and an ignored hook failure show: the engine prints them
+in `pulumi up`'s "Diagnostics:" section, which the diff display colo.inline_engine asks for leaves out.
 """
 
 from __future__ import annotations
@@ -18,22 +19,35 @@ from pulumi import automation as auto
 from colo.inline_engine import _Recorder, select_stack
 
 
+class _Diagnostics(_Recorder):
+    def __init__(self) -> None:
+        super().__init__(echo=print)
+        self.diagnostics: list[dict[str, str | None]] = []
+
+    def event(self, event: auto.EngineEvent) -> None:
+        super().event(event)
+        found = event.diagnostic_event
+        if found is not None and found.severity in {"info", "warning", "error"}:
+            self.diagnostics.append({"severity": found.severity, "urn": found.urn, "message": found.message})
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.control_plane.engine_driver")
-    parser.add_argument("command", choices=["destroy"])
+    parser.add_argument("command", choices=["up", "destroy"])
     parser.add_argument("--stack", required=True)
     parser.add_argument("--project-dir", type=Path, required=True)
     parser.add_argument("--report", type=Path, required=True)
     args = parser.parse_args(argv)
     stack = select_stack(args.stack, args.project_dir)
-    recorder = _Recorder(echo=print)
+    recorder = _Diagnostics()
     succeeded = True
+    run = stack.up if args.command == "up" else stack.destroy
     try:
-        stack.destroy(on_output=recorder.output, on_event=recorder.event, color="never")
+        run(on_output=recorder.output, on_event=recorder.event, color="never")
     except auto.CommandError:
         succeeded = False
-    outcome = recorder.outcome("destroy", succeeded)
-    args.report.write_text(json.dumps(asdict(outcome), indent=2) + "\n")
+    report = {**asdict(recorder.outcome(args.command, succeeded)), "diagnostics": recorder.diagnostics}
+    args.report.write_text(json.dumps(report, indent=2) + "\n")
     return 0 if succeeded else 1
 
 

@@ -71,11 +71,12 @@ def test_any_other_tunnel_is_refused(proxy: EgressProxy) -> None:
 
 def test_the_api_server_is_told_to_send_cluster_traffic_through_the_socket(tmp_path: Path) -> None:
     config = egress_config(tmp_path / "egress.sock")
-    (selection,) = config["egressSelections"]  # type: ignore[misc]
-    assert selection == {
-        "name": "cluster",
-        "connection": {
-            "proxyProtocol": "HTTPConnect",
-            "transport": {"uds": {"udsName": str(tmp_path / "egress.sock")}},
-        },
-    }
+    assert config["egressSelections"] == [
+        {
+            "name": "cluster",
+            "connection": {
+                "proxyProtocol": "HTTPConnect",
+                "transport": {"uds": {"udsName": str(tmp_path / "egress.sock")}},
+            },
+        }
+    ]

@@ -13,10 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
-from colo.inline_engine import Outcome
 from tests.built_tools import PULUMI_ENGINE_SCRIPT, absence, bin_dir_of
 from tests.control_plane.api import Api, key_of, wait_until
-from tests.control_plane.engine import EngineOnCluster, edit_stack_file, kubernetes_steps
+from tests.control_plane.engine import EngineOnCluster, Run, edit_stack_file, kubernetes_steps
 from tests.control_plane.stacks import STACKS, nodes_ready, prerequisites, render
 from tests.control_plane.workloads import available
 from tests.engine.conftest import Engine, project_copy
@@ -53,11 +52,11 @@ class Snapshot:
 @dataclass(frozen=True)
 class Lifecycle:
     rendered: list[dict[str, Any]]
-    up: Outcome
+    up: Run
     after_up: Snapshot
-    update: Outcome
+    update: Run
     after_update: Snapshot
-    destroy: Outcome
+    destroy: Run
     after_destroy: Snapshot
     state_after_destroy: set[str]
 
@@ -114,8 +113,8 @@ def kind_of(type_token: str) -> str:
 
 
 def test_up_creates_every_object_colo_renders_on_the_api_server(lifecycle: Lifecycle) -> None:
-    assert lifecycle.up.succeeded, lifecycle.up.output
-    steps = kubernetes_steps(lifecycle.up)
+    assert lifecycle.up.outcome.succeeded, lifecycle.up.outcome.output
+    steps = kubernetes_steps(lifecycle.up.outcome)
     assert {step.op for step in steps} == {"create"}
     assert Counter(kind_of(step.type) for step in steps) == Counter(m["kind"] for m in lifecycle.rendered)
     assert sorted(lifecycle.after_up.present) == sorted(key_of(m) for m in lifecycle.rendered)
@@ -128,21 +127,20 @@ def test_up_returns_only_once_every_deployment_is_available(lifecycle: Lifecycle
     )
 
 
-def test_the_verify_hook_reports_after_the_deployment_is_created_and_a_failure_only_warns(
+def test_the_verify_hook_runs_after_the_deployment_is_created_and_its_failure_only_warns(
     lifecycle: Lifecycle,
 ) -> None:
-    """kwok serves an A100 log for every `llm` container in namespace colo, which the local stack's L40S plan
-    does not predict: the hook fails, the engine warns, and the update stands."""
-    output = lifecycle.up.output
-    assert "colo-verify-chat" in output
-    assert "colo verify: stack local" in output
-    assert "chat-llm (colo/chat-" in output
-    assert lifecycle.up.succeeded and lifecycle.up.errors == []
+    """kwok serves a vLLM 0.15.1 log from an A100 for every `llm` container in namespace colo, which the local
+    stack's plan (vLLM 0.19.1 on an L40S) does not predict: the hook fails, the engine warns, the update stands."""
+    (warning,) = [m for m in lifecycle.up.messages("warning") if "colo-verify-chat" in m]
+    assert warning.startswith('AfterCreate hook "colo-verify-chat" failed: colo verify: stack local')
+    assert "chat-llm (colo/chat-" in warning and "PLAN WRONG" in warning
+    assert lifecycle.up.outcome.succeeded and lifecycle.up.outcome.errors == []
 
 
 def test_a_second_up_after_an_edit_updates_the_one_deployment_in_place(lifecycle: Lifecycle) -> None:
-    assert lifecycle.update.succeeded, lifecycle.update.output
-    changed = [step for step in kubernetes_steps(lifecycle.update) if step.op != "same"]
+    assert lifecycle.update.outcome.succeeded, lifecycle.update.outcome.output
+    changed = [step for step in kubernetes_steps(lifecycle.update.outcome) if step.op != "same"]
     assert [(step.op, step.type, step.name) for step in changed] == [("update", DEPLOYMENT, "chat")]
     before, after = lifecycle.after_up.deployment("chat"), lifecycle.after_update.deployment("chat")
     assert after["metadata"]["uid"] == before["metadata"]["uid"]  # the same object, not a replacement
@@ -150,11 +148,15 @@ def test_a_second_up_after_an_edit_updates_the_one_deployment_in_place(lifecycle
     (llm,) = [c for c in after["spec"]["template"]["spec"]["containers"] if c["name"] == "llm"]
     assert llm["args"][llm["args"].index("--max-model-len") + 1] == "16384"
     assert lifecycle.after_update.available == {"chat": True}
+    assert any(
+        m.startswith('AfterUpdate hook "colo-verify-chat" failed')
+        for m in lifecycle.update.messages("warning")
+    )
 
 
 def test_destroy_leaves_nothing_on_the_api_server_or_in_the_state(lifecycle: Lifecycle) -> None:
-    assert lifecycle.destroy.succeeded, lifecycle.destroy.output
-    deleted = [step for step in kubernetes_steps(lifecycle.destroy) if step.op == "delete"]
+    assert lifecycle.destroy.outcome.succeeded, lifecycle.destroy.outcome.output
+    deleted = [step for step in kubernetes_steps(lifecycle.destroy.outcome) if step.op == "delete"]
     assert len(deleted) == len(lifecycle.rendered)
     assert lifecycle.after_destroy.present == {}
     assert lifecycle.state_after_destroy <= {"pulumi:pulumi:Stack"}
@@ -175,7 +177,7 @@ def test_a_refused_stack_fails_in_the_engine_and_creates_nothing_on_the_api_serv
 
     edit_stack_file(project / "stacks" / "Pulumi.refused.yaml", dra_on_an_old_cluster)
 
-    up = engine_on_cluster.run("up", "refused", project)
+    up = engine_on_cluster.run("up", "refused", project).outcome
 
     assert not up.succeeded
     assert "colo:cluster.kubernetesVersion" in "\n".join(up.errors)
@@ -214,12 +216,12 @@ def test_provider_4_25_deploys_a_dra_stack_whose_claim_template_it_has_no_schema
         api.apply(obj)
     project = project_copy(tmp_path / "project", {"dra": stack_file})
     try:
-        up = engine_on_cluster.run("up", "dra", project)
+        up = engine_on_cluster.run("up", "dra", project).outcome
         assert up.succeeded, up.output
         (template,) = [m for m in rendered if m["kind"] == "ResourceClaimTemplate"]
         assert api.exists(template)
         assert available(api, "colo-dev", "rag")
-        destroy = engine_on_cluster.run("destroy", "dra", project)
+        destroy = engine_on_cluster.run("destroy", "dra", project).outcome
         assert destroy.succeeded, destroy.output
         assert not api.exists(template)
     finally:

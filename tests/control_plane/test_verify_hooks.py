@@ -9,11 +9,10 @@ from typing import Any
 
 import pytest
 
-from colo.inline_engine import Outcome
 from tests.built_tools import PULUMI_ENGINE_SCRIPT, absence, bin_dir_of
 from tests.control_plane.api import Api, wait_until
 from tests.control_plane.cluster import ControlPlane
-from tests.control_plane.engine import EngineOnCluster, edit_stack_file, kubernetes_steps
+from tests.control_plane.engine import EngineOnCluster, Run, edit_stack_file, kubernetes_steps
 from tests.control_plane.stacks import nodes_ready, prerequisites, render
 from tests.control_plane.test_verify import a100_setup
 from tests.engine.conftest import Engine, project_copy
@@ -23,9 +22,9 @@ pytestmark = [pytest.mark.control_plane, pytest.mark.engine, pytest.mark.xdist_g
 
 @dataclass(frozen=True)
 class Runs:
-    created: Outcome
-    updated: Outcome
-    destroyed: Outcome
+    created: Run
+    updated: Run
+    destroyed: Run
 
 
 @pytest.fixture(scope="module")
@@ -61,25 +60,27 @@ def runs(api: Api, control_plane: ControlPlane, tmp_path_factory: pytest.TempPat
 
 
 def test_after_the_deployment_is_created_the_engine_shows_the_comparison_within_tolerance(runs: Runs) -> None:
-    assert runs.created.succeeded, runs.created.output
-    output = runs.created.output
-    assert "colo verify: stack a100" in output
-    assert "chat-llm (colo/chat-" in output and "chat-llm" in output
-    assert "within tolerance: " in output
-    assert "PLAN WRONG" not in output and "NOT READ" not in output
+    assert runs.created.outcome.succeeded, runs.created.outcome.output
+    (report,) = [m for m in runs.created.messages("info") if m.startswith("colo verify: stack a100")]
+    assert "chat-embedding (colo/chat-" in report and "chat-llm (colo/chat-" in report
+    assert report.count(": within tolerance: ") == 2
+    assert not any("colo-verify" in m for m in runs.created.messages("warning"))
 
 
 def test_a_failed_comparison_after_an_update_warns_and_the_update_stands(runs: Runs) -> None:
-    """The servers still log what a 0.9 LLM logs, the plan now says 0.85: verify finds the plan wrong."""
-    assert runs.updated.succeeded, runs.updated.output
-    changed = [step for step in kubernetes_steps(runs.updated) if step.op != "same"]
-    assert [(step.op, step.name) for step in changed] == [("update", "chat")]
-    output = runs.updated.output
-    assert "colo-verify-chat" in output
-    assert "PLAN WRONG" in output
-    assert runs.updated.errors == []
+    """The servers still log what a 0.9 LLM logs; the plan now says 0.85: verify finds the plan wrong."""
+    assert runs.updated.outcome.succeeded, runs.updated.outcome.output
+    (deployment,) = [
+        s for s in kubernetes_steps(runs.updated.outcome) if s.type == "kubernetes:apps/v1:Deployment"
+    ]
+    assert (deployment.op, deployment.name) == ("update", "chat")  # its hook is the after-update one
+    (warning,) = [m for m in runs.updated.messages("warning") if "colo-verify-chat" in m]
+    assert warning.startswith('AfterUpdate hook "colo-verify-chat" failed: colo verify: stack a100')
+    assert "chat-llm (colo/chat-" in warning and "PLAN WRONG" in warning
+    assert runs.updated.outcome.errors == []
 
 
 def test_no_hook_runs_on_destroy(runs: Runs) -> None:
-    assert runs.destroyed.succeeded, runs.destroyed.output
-    assert "colo verify" not in runs.destroyed.output
+    assert runs.destroyed.outcome.succeeded, runs.destroyed.outcome.output
+    assert not any("colo verify" in message for message in runs.destroyed.messages("info"))
+    assert not any("colo-verify" in message for message in runs.destroyed.messages("warning"))
