@@ -10,6 +10,8 @@ began, newest first, then that proxy.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import signal
 import socket
@@ -85,6 +87,13 @@ STOP_ON_DELETE: dict[str, object] = {
 
 class ControlPlaneFailed(Exception):
     """A component exited or never became ready; the message carries the end of its log."""
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGTERM when the process that started it dies (Linux prctl
+    PR_SET_PDEATHSIG), so a test run that is killed leaves no control plane behind."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    libc.prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
 
 
 def free_port() -> int:
@@ -173,6 +182,7 @@ class ControlPlane:
                 cwd=self.workdir,
                 env={"PATH": os.environ.get("PATH", ""), "HOME": str(self.workdir)},
                 start_new_session=True,  # a Ctrl-C of the test run reaches pytest, which stops these itself
+                preexec_fn=_die_with_parent,
             )
         component = Component(name, process, log)
         self.components.append(component)

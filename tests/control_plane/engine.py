@@ -62,6 +62,7 @@ class EngineOnCluster:
             text=True,
             check=False,
             timeout=ENGINE_TIMEOUT,
+            start_new_session=True,  # whatever the engine signals to its process group stays with it
         )
         assert report.exists(), finished.stdout + finished.stderr
         data = json.loads(report.read_text())
