@@ -33,11 +33,12 @@ test: venv
 	$(BIN)/pytest -q -n 2 --dist loadgroup
 
 ## The tests that need tools built outside the suite: build whatever of them is not cached yet (the control
-## plane, the real Pulumi engine; once, at low priority), then run those tests.
+## plane, the real Pulumi engine; once, at low priority), then run those tests, one at a time (COLO_E2E=1
+## asks for the control-plane ones, which `make test` leaves out).
 e2e: venv
 	nice -n 19 bash scripts/build-control-plane.sh
 	nice -n 19 bash scripts/build-pulumi-engine.sh
-	$(BIN)/pytest -q -n 2 --dist loadgroup -m "control_plane or engine"
+	COLO_E2E=1 $(BIN)/pytest -q -p no:xdist -m "control_plane or engine"
 
 ## Upgrade every pinned package to the newest release pyproject.toml allows, and rewrite uv.lock.
 lock: $(UV)
