@@ -18,6 +18,7 @@ from colo.components.pair import CoLocatedPair, CoLocatedPairArgs
 from colo.components.pod_scripts import PodScripts, PodScriptsArgs
 from colo.components.pod_security import SERVERS_LEVEL
 from colo.components.secrets import StackSecretArgs, declare_secret
+from colo.components.verify_hook import after_rollout
 from colo.plan.kubernetes_spec import KubernetesSpec
 
 
@@ -119,6 +120,7 @@ def declare_kubernetes(
                     policy_peer(peer, spec.namespace) for peer in (*spec.ingress_from, *spec.scrape_from)
                 ],
                 pod_annotations=scrape_annotations(spec.monitoring),
+                deployment_hooks=after_rollout(spec, pair),
             ),
             opts,
         )

@@ -67,6 +67,7 @@ class CoLocatedPairArgs:
     pod_annotations: dict[str, str] | None = (
         None  # Prometheus scrape annotations (colo.components.monitoring)
     )
+    deployment_hooks: pulumi.ResourceHookBinding | None = None  # colo.components.verify_hook
 
 
 def start_gate(earlier: list[Server]) -> list[str]:
@@ -188,6 +189,7 @@ class CoLocatedPair(pulumi.ComponentResource):
                 parent=self,
                 delete_before_replace=True,
                 custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout),
+                hooks=args.deployment_hooks,
             ),
         )
 

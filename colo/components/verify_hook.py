@@ -1,0 +1,92 @@
+"""`colo verify` inside `pulumi up`: after a pair's Deployment is created or updated, hold the plan against what
+its servers logged at startup, and say so in the engine's output.
+
+A Pulumi resource hook (the Python SDK's `ResourceHook`, run by the engine once the Kubernetes provider has
+awaited the rollout) reads each server's log through the Kubernetes API, as `colo verify --stack` does, and
+logs the comparison on the Deployment. A plan that was wrong, or a log that cannot be read, makes the hook
+fail; it is registered with `ignore_errors`, so the engine reports that as a warning and the update stands.
+No hook is bound where it could not read a cluster: with an engine that does not offer resource hooks, or
+when the provider writes manifests to a directory instead. (The SDK's mock runtime, behind `colo render`,
+takes hooks and never runs them.)
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pulumi
+from pulumi.runtime.proto import resource_pb2
+from pulumi.runtime.settings import monitor_supports_feature
+
+from colo.components.labels import pair_selector
+from colo.plan.kubernetes_spec import KubernetesSpec
+from colo.plan.pair import PairPlan
+
+
+class PlanNotConfirmed(Exception):
+    """What the servers logged does not confirm the plan, or could not be read: the hook's failure."""
+
+
+def hooks_apply() -> bool:
+    provider = pulumi.Config("kubernetes")
+    return monitor_supports_feature(
+        resource_pb2.RESOURCE_MONITOR_FEATURE_RESOURCE_HOOKS
+    ) and not provider.get("renderYamlToDirectory")
+
+
+def kubeconfig_file(setting: str | None) -> str | None:
+    """The provider's kubeconfig as a file the `kubernetes` client can read: the path given, or the contents
+    given written to a private temporary file. None: KUBECONFIG or ~/.kube/config, as the provider uses."""
+    if setting is None or Path(setting).expanduser().is_file():
+        return setting
+    handle, path = tempfile.mkstemp(prefix="colo-kubeconfig-")
+    with os.fdopen(handle, "w") as out:
+        out.write(setting)
+    return path
+
+
+def verify_pair(spec: KubernetesSpec, pair: PairPlan, kubeconfig: str | None, context: str | None) -> str:
+    """The comparison for one pair, as `colo verify` prints it; raises PlanNotConfirmed unless within."""
+    from colo.cli.verify_cmd import _check
+    from colo.verify.cluster import ClusterReader, ClusterUnreachable, ServerTarget
+    from colo.verify.compare import Verdict, overall
+    from colo.verify.report import render_text
+
+    try:
+        reader = ClusterReader(kubeconfig, context)
+        readings = [
+            reader.read(
+                ServerTarget(
+                    pair.name, server.role, spec.namespace, pair_selector(spec, pair.name), server.name
+                ),
+                previous=False,
+            )
+            for server in pair.servers
+        ]
+    except ClusterUnreachable as unreachable:
+        raise PlanNotConfirmed(f"colo verify {pair.name}: nothing could be read: {unreachable}") from None
+    planned = {server.name: (server, index == 0) for index, server in enumerate(pair.servers)}
+    checks = [_check(reading, planned)[0] for reading in readings]
+    text = render_text(pulumi.get_stack(), checks, markdown=False)
+    if overall(checks) is not Verdict.WITHIN:
+        raise PlanNotConfirmed(text)
+    return text
+
+
+def after_rollout(spec: KubernetesSpec, pair: PairPlan) -> pulumi.ResourceHookBinding | None:
+    """The hooks for a pair's Deployment, or None where none can run."""
+    if not hooks_apply():
+        return None
+    provider = pulumi.Config("kubernetes")
+    kubeconfig, context = kubeconfig_file(provider.get("kubeconfig")), provider.get("context")
+
+    def verify(args: pulumi.ResourceHookArgs) -> None:
+        text = verify_pair(spec, pair, kubeconfig, context)
+        pulumi.log.info(text)
+
+    hook = pulumi.ResourceHook(
+        f"colo-verify-{pair.name}", verify, opts=pulumi.ResourceHookOptions(ignore_errors=True)
+    )
+    return pulumi.ResourceHookBinding(after_create=[hook], after_update=[hook])

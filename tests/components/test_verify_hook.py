@@ -1,0 +1,73 @@
+"""Where the after-rollout `colo verify` hook is bound, and with what options.
+
+That it runs, reports in the engine's output and only warns when it fails is proved against a live API
+server (tests/control_plane/test_verify_hooks.py).
+"""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pulumi
+from pulumi.runtime.config import CONFIG
+
+from colo.components.verify_hook import after_rollout, kubeconfig_file
+from colo.inline_engine import RENDER_KEY
+from colo.plan.kubernetes_spec import kubernetes_spec
+from colo.plan.stack import make_plan
+from tests.components.conftest import declare_under_mocks, stack_config
+
+
+def bindings(render_dir: str | None = None) -> list[pulumi.ResourceHookBinding | None]:
+    config = stack_config("prod")
+    spec = kubernetes_spec(config, make_plan(config))
+    found: list[pulumi.ResourceHookBinding | None] = []
+
+    def build() -> None:
+        if render_dir is not None:
+            pulumi.runtime.set_config(RENDER_KEY, render_dir)
+        try:
+            found.extend(after_rollout(spec, pair) for pair in spec.pairs)
+        finally:
+            CONFIG.get().pop(RENDER_KEY, None)  # the runtime's config outlives this mocked stack
+
+    declare_under_mocks(build)
+    return found
+
+
+def test_each_pairs_deployment_verifies_after_create_and_after_update_and_a_failure_only_warns() -> None:
+    for binding, pair in zip(bindings(), ("qwen27b", "qwen35b-moe", "gemma31b"), strict=True):
+        assert binding is not None
+        assert binding.after_create == binding.after_update
+        (hook,) = binding.after_create or []
+        assert isinstance(hook, pulumi.ResourceHook)
+        assert hook.name == f"colo-verify-{pair}"
+        assert hook.opts is not None and hook.opts.ignore_errors and not hook.opts.on_dry_run
+        assert not (
+            binding.before_create or binding.before_update or binding.before_delete or binding.after_delete
+        )
+
+
+def test_no_hook_is_bound_when_the_provider_writes_to_a_directory(tmp_path: Path) -> None:
+    assert bindings(str(tmp_path)) == [None, None, None]
+
+
+def test_a_kubeconfig_path_is_used_as_given(tmp_path: Path) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_text("apiVersion: v1\nkind: Config\n")
+    assert kubeconfig_file(str(path)) == str(path)
+
+
+def test_kubeconfig_contents_are_written_to_a_private_file() -> None:
+    contents = "apiVersion: v1\nkind: Config\nclusters: []\n"
+    written = Path(str(kubeconfig_file(contents)))
+    try:
+        assert written.read_text() == contents
+        assert stat.S_IMODE(written.stat().st_mode) == 0o600
+    finally:
+        written.unlink()
+
+
+def test_no_setting_leaves_the_choice_to_the_client_as_the_provider_does() -> None:
+    assert kubeconfig_file(None) is None
