@@ -27,6 +27,7 @@ from colo.components.gpu_pairing import PodGpu, ServerGpu
 from colo.components.network_policy import ingress_policy
 from colo.components.pod_scripts import script_path
 from colo.components.pod_security import container_security_context, pod_security_context
+from colo.plan.kubernetes_spec import SERVICE_PORT_NAME
 from colo.plan.pair import PairPlan
 from colo.plan.server import Server
 
@@ -202,7 +203,11 @@ class CoLocatedPair(pulumi.ComponentResource):
             ),
             spec=k8s.core.v1.ServiceSpecArgs(
                 selector=args.selector,
-                ports=[k8s.core.v1.ServicePortArgs(name="http", port=server.port, target_port=server.port)],
+                ports=[
+                    k8s.core.v1.ServicePortArgs(
+                        name=SERVICE_PORT_NAME, port=server.port, target_port=server.port
+                    )
+                ],
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )

@@ -37,6 +37,8 @@ class SecretEnv:
 # vllm <version> vllm/entrypoints/openai/api_server.py::build_app, from 0.29
 # vllm/entrypoints/serve/middleware/register.py, "args.api_key or [envs.VLLM_API_KEY]"). /health is not
 # under /v1, so probes and the start gate need no key.
+# The name of every server Service's one port: the API server's service proxy addresses it as <service>:http.
+SERVICE_PORT_NAME = "http"
 HF_TOKEN = SecretEnv("hfToken", "hf-token", "token", "HF_TOKEN")
 VLLM_API_KEY = SecretEnv("vllmApiKey", "vllm-api-key", "token", "VLLM_API_KEY")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from colo.plan.kubernetes_spec import SERVICE_PORT_NAME
 from colo.verify.readings import NodeFacts, ServerReading
 
 LOG_LIMIT_BYTES = 16 * 1024 * 1024  # the startup lines come first; a long-running server logs far more
@@ -101,7 +102,7 @@ class ClusterReader:
             text = self._call(
                 "service proxy",
                 self.core.connect_get_namespaced_service_proxy_with_path,
-                target.service,
+                f"{target.service}:{SERVICE_PORT_NAME}",  # the Service's port has a name, so the proxy needs it
                 target.namespace,
                 "metrics",
             )

@@ -67,12 +67,6 @@ def test_verify_reads_each_servers_log_from_the_current_pod_and_finds_the_plan_w
     assert all(server["verdict"] == "within" for server in servers.values())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="colo verify asks the service proxy for the Service's unnamed port (services/chat-llm/proxy/...), "
-    "but colo names the port `http`; the API server then answers 503 'no endpoints available' and verify "
-    "reads no /metrics on a real cluster. It needs services/chat-llm:http/proxy/metrics.",
-)
 def test_verify_reads_the_llms_metrics_through_the_service_proxy(
     control_plane: ControlPlane, a100: StackOnCluster, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, unquote, urlparse
+
+from colo.plan.kubernetes_spec import SERVICE_PORT_NAME
 
 
 @dataclass
@@ -118,9 +120,14 @@ class _Handler(BaseHTTPRequestHandler):
                         },
                         400,
                     )
-            case ["api", "v1", "namespaces", _, "services", service, "proxy", "metrics"]:
-                if service in self.cluster.metrics:
+            case ["api", "v1", "namespaces", _, "services", target, "proxy", "metrics"]:
+                # <name>:<port name>, as the API server's service proxy takes a named port; a bare name (the
+                # Service's unnamed port) finds no endpoint on colo's Services, whose one port is named.
+                service, _, port = unquote(target).partition(":")
+                if service in self.cluster.metrics and port == SERVICE_PORT_NAME:
                     self._send(200, self.cluster.metrics[service], "text/plain; version=0.0.4")
+                elif service in self.cluster.metrics:
+                    self._send(503, b"no endpoints available for service", "text/plain")
                 else:
                     self._not_found(f"service {service}")
             case ["api", "v1", "nodes", name] if name in self.cluster.nodes:

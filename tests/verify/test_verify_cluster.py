@@ -6,6 +6,7 @@ import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 import yaml
@@ -68,8 +69,8 @@ def test_the_current_pod_of_each_pair_is_read_log_metrics_and_node(
     assert servers["chat-llm"]["source"] == "colo/chat-7c9b-new container llm"
     terms = {t["term"]: t for t in servers["chat-llm"]["terms"]}
     assert terms["num_gpu_blocks"]["observed"] == 9871  # from /metrics through the service proxy
-    paths = [path for path, _ in cluster.requests]
-    assert "/api/v1/namespaces/colo/services/chat-llm/proxy/metrics" in paths
+    paths = [unquote(path) for path, _ in cluster.requests]
+    assert "/api/v1/namespaces/colo/services/chat-llm:http/proxy/metrics" in paths  # the Service's named port
     logs = {query["container"][0]: query for path, query in cluster.requests if path.endswith("/log")}
     assert set(logs) == {"llm", "embedding"}
     assert logs["llm"]["limitBytes"] == [str(16 * 1024 * 1024)]
