@@ -1,5 +1,5 @@
 import sys
 
-from colo.cli import main
+from colo.cli import console
 
-sys.exit(main())
+sys.exit(console())

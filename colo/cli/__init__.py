@@ -48,9 +48,15 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    if hasattr(signal, "SIGPIPE"):  # `colo plan | head` ends quietly, like other command-line tools
+def console() -> int:
+    """The `colo` command: `colo plan | head` ends quietly, like other command-line tools. Only the process's
+    own entry point may change the SIGPIPE disposition; a program calling main() keeps its own."""
+    if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    return main()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), None)
     args = build_parser(command if command in COMMANDS else None).parse_args(argv)

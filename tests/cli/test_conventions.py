@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from typing import Any, get_args
 
 import pytest
@@ -48,3 +49,15 @@ def test_stack_and_config_together_are_refused_as_invalid_arguments() -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["plan", "--stack", "prod", "--config", "stacks/Pulumi.prod.yaml"])
     assert exit_info.value.code == ExitCode.INVALID
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGPIPE"), reason="no SIGPIPE on this platform")
+def test_main_called_in_process_leaves_the_callers_sigpipe_handler_alone(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Only the console entry point restores SIGPIPE's default; a test runner or a user's program calling
+    main() keeps Python's, so a later write to a closed socket raises instead of killing that process."""
+    before = signal.getsignal(signal.SIGPIPE)
+    assert main(["plan", "--stack", "local", "--format", "json"]) == 0
+    assert signal.getsignal(signal.SIGPIPE) == before
+    capsys.readouterr()

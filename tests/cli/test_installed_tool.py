@@ -75,3 +75,19 @@ def test_plan_and_render_work_from_the_project_directory_and_below(installed: Pa
     render = _run(installed, project / "stacks", colo, "render", "--stack", "local", "--out", "../out")
     assert render.returncode == 0, render.stderr
     assert list((project / "out").rglob("*-deployment-chat.yaml"))
+
+
+def test_the_colo_command_ends_quietly_when_its_reader_goes_away(installed: Path, tmp_path: Path) -> None:
+    project = _project(tmp_path / "project")
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    colo = str(installed / "bin" / "colo")
+    piped = subprocess.run(
+        ["bash", "-c", f'"{sys.executable}" "{colo}" plan --stack local --format json | head -c 1'],
+        cwd=project,
+        env={**env, "PYTHONPATH": str(installed)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert piped.stdout == "{"
+    assert "Traceback" not in piped.stderr and "BrokenPipe" not in piped.stderr, piped.stderr

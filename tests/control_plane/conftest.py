@@ -15,7 +15,7 @@ import pytest
 from tests.built_tools import CONTROL_PLANE_SCRIPT, KWOK_STAGES, PROMETHEUS_CRDS, absence, bin_dir_of
 from tests.control_plane.api import Api, wait_until
 from tests.control_plane.cluster import ControlPlane, ServerLogs
-from tests.verify.conftest import EMBEDDER_LOG, REAL_LOG, excerpt
+from tests.verify.conftest import EMBEDDER_AS_PLANNED, REAL_LOG, excerpt
 from tests.verify.test_verify_cluster import METRICS
 
 # kwok serves these as the current log of every `llm` and `embedding` container in namespace colo: the real
@@ -43,7 +43,7 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
     logs = workdir / "server-logs"
     logs.mkdir()
     (logs / "llm.log").write_text(cri_log(excerpt(REAL_LOG)))
-    (logs / "embedding.log").write_text(cri_log(EMBEDDER_LOG))
+    (logs / "embedding.log").write_text(cri_log(EMBEDDER_AS_PLANNED))
     plane = ControlPlane(
         bin_dir,
         bin_dir.parent / KWOK_STAGES,

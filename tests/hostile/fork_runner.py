@@ -2,7 +2,7 @@
 
 The hostile-input corpus starts this as a subprocess with a memory cap (setrlimit in preexec_fn), which every
 child inherits; each child also has its own timeout. A child runs the same entry point as the `colo` console
-script (colo.cli:main) in its own working directory, with stdout and stderr captured, and ends as that
+script (colo.cli:main, less the SIGPIPE handler) in its own working directory, with stdout and stderr captured, and ends as that
 command would: with its exit code, or with a traceback and 1 on an uncaught exception. Importing colo,
 Pulumi and the provider SDKs once instead of once per command line is what keeps the corpus fast.
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from colo.cli import main
-from tests.verify.conftest import EMBEDDER_LOG, REAL_LOG, excerpt
+from tests.verify.conftest import EMBEDDER_AS_PLANNED, REAL_LOG, excerpt
 from tests.verify.fake_apiserver import Cluster, pod, serve, write_kubeconfig
 
 SELECTOR = {
@@ -20,11 +20,6 @@ SELECTOR = {
     "app.kubernetes.io/instance": "colo-verify",
     "colo.dev/pair": "chat",
 }
-# The embedder's summary line at the utilization and graph memory colo plans for it (bge-m3's PIECEWISE graphs
-# on an A100 40GB): this test reads the cluster, it does not check the graph model.
-EMBEDDER_AS_PLANNED = EMBEDDER_LOG.replace("(0.051, 2.01 GiB)", "(0.04, 1.58 GiB)").replace(
-    "0.57 GiB for CUDAGraph", "0.14 GiB for CUDAGraph"
-)
 METRICS = (
     "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n# TYPE vllm:cache_config_info gauge\n"
     'vllm:cache_config_info{block_size="16",engine="0",gpu_memory_utilization="0.9",num_gpu_blocks="9871"} 1.0\n'
