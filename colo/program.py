@@ -1,7 +1,8 @@
-"""The Pulumi program: stack config -> validated config -> plan -> components. No arithmetic here.
+"""The Pulumi program: stack config -> validated config -> plan -> colo's public components. No arithmetic here.
 
 Anything wrong with the config or the plan raises before the first resource is registered, so a bad
-stack never produces a partial deployment.
+stack never produces a partial deployment. The components (colo.components) are the ones any program can
+use; each plans its own part again from the stack's pieces, through the same code as the stack plan.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import pulumi
 from pulumi.runtime.config import CONFIG, get_config, get_config_env, is_config_secret
 from pulumi.runtime.settings import get_monitor
 
-from colo.components.errors import ProgramError
+from colo.components import GpuNodePool, GpuNodePoolArgs, ProgramError
+from colo.components.kubernetes import declare_kubernetes
 from colo.config import StackConfig, parse_stack_config
 from colo.config.load import SECRET_KEYS
 from colo.errors import ColoError, InfeasiblePlanError
@@ -86,15 +88,11 @@ def run() -> None:
     require_engine()
     try:
         config, secrets = read_config()
-        plan = plan_stack(config)
-        pool, cluster = managed_node_pool(config, plan), kubernetes_spec(config, plan)
+        plan = plan_stack(config)  # every check of `colo plan`, before any resource is registered
+        managed, cluster = managed_node_pool(config, plan) is not None, kubernetes_spec(config, plan)
     except ColoError as error:
         raise ProgramError(error) from None
     # AWS side (GPU node pool) first: the Kubernetes side depends on its nodes when colo manages them.
-    from colo.components.node_pool import declare_node_pool
-
-    node_pool = declare_node_pool(pool)
-    from colo.components.kubernetes import declare_kubernetes
-
-    declare_kubernetes(cluster, secrets=secrets, depends_on=[node_pool] if node_pool else [])
+    node_pool = GpuNodePool(config.cluster.name, GpuNodePoolArgs.of_stack(config)) if managed else None
+    declare_kubernetes(config, cluster, secrets=secrets, depends_on=[node_pool] if node_pool else [])
     pulumi.export("plan", plan_view(plan))

@@ -4,6 +4,7 @@ container that copies weights from S3 into the model volume. Security contexts: 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -114,7 +115,7 @@ class SecretRef:
     key: str
 
 
-def server_env(secrets: list[SecretRef]) -> list[k8s.core.v1.EnvVarArgs]:
+def server_env(secrets: Sequence[SecretRef]) -> list[k8s.core.v1.EnvVarArgs]:
     env = [
         k8s.core.v1.EnvVarArgs(name="HOME", value=CACHE_DIR),
         k8s.core.v1.EnvVarArgs(name="XDG_CACHE_HOME", value=CACHE_DIR),
@@ -168,7 +169,7 @@ def helper_resources(gpu_limits: dict[str, str]) -> k8s.core.v1.ResourceRequirem
     )
 
 
-def tolerations(specs: list[dict[str, str]]) -> list[k8s.core.v1.TolerationArgs]:
+def tolerations(specs: Sequence[Mapping[str, str]]) -> list[k8s.core.v1.TolerationArgs]:
     return [
         k8s.core.v1.TolerationArgs(key=t["key"], operator=t["operator"], effect=t["effect"]) for t in specs
     ]

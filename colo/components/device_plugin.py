@@ -9,13 +9,15 @@ slice by accident, and a container can ask for one slice only (failRequestsGreat
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
 from colo.components.containers import tolerations
+from colo.components.labels import DEFAULT_INSTANCE, colo_labels
 from colo.components.network_policy import deny_all_ingress
 from colo.components.pod_security import (
     DEVICE_PLUGIN_LEVEL,
@@ -23,6 +25,7 @@ from colo.components.pod_security import (
     pod_security_context,
     pod_security_labels,
 )
+from colo.plan.scheduling import gpu_tolerations
 
 IMAGE = "nvcr.io/nvidia/k8s-device-plugin:v0.17.4"  # the release AWS documents for EKS AL2023 nodes
 CONFIG_DIR = "/etc/nvidia-device-plugin"
@@ -56,12 +59,15 @@ def plugin_config(time_slices: int | None) -> dict[str, object]:
 
 @dataclass(frozen=True)
 class DevicePluginArgs:
-    namespace: str
-    kubernetes_version: str
-    node_selector: dict[str, str]
-    tolerations: list[dict[str, str]]
-    time_slices: int | None  # replicas per GPU for time-slicing; None = whole GPUs
-    labels: dict[str, str]
+    """NVIDIA's device plugin on the GPU nodes `node_selector` selects (e.g. GpuNodePool.node_labels)."""
+
+    node_selector: pulumi.Input[Mapping[str, pulumi.Input[str]]]
+    namespace: str = "nvidia-device-plugin"  # declared here, at the privileged Pod Security level
+    kubernetes_version: str = "1.34"  # the Pod Security policy version the namespace pins
+    tolerations: Sequence[Mapping[str, str]] = field(default_factory=lambda: list(gpu_tolerations()))
+    # Replicas per GPU for time-slicing (the most servers of a pair on these nodes); None = whole GPUs.
+    time_slices: int | None = None
+    labels: Mapping[str, str] = field(default_factory=lambda: colo_labels(DEFAULT_INSTANCE, "device-plugin"))
 
 
 class NvidiaDevicePlugin(pulumi.ComponentResource):
@@ -75,7 +81,7 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
         deny_all_ingress(
             f"{name}-deny-ingress",
             namespace=namespace.metadata.name,
-            labels=self._args.labels,
+            labels=dict(self._args.labels),
             selector=self._selector(name),
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -106,7 +112,7 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
         return k8s.core.v1.ConfigMap(
             f"{name}-config",
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name="nvidia-device-plugin-config", namespace=namespace, labels=self._args.labels
+                name="nvidia-device-plugin-config", namespace=namespace, labels=dict(self._args.labels)
             ),
             data={CONFIG_FILE: yaml.safe_dump(plugin_config(self._args.time_slices), sort_keys=False)},
             opts=pulumi.ResourceOptions(parent=self),
@@ -137,7 +143,7 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
             metadata=k8s.meta.v1.ObjectMetaArgs(
                 name="nvidia-device-plugin",
                 namespace=namespace,
-                labels=self._args.labels,
+                labels=dict(self._args.labels),
                 annotations=SCANNER_EXCEPTIONS,
             ),
             spec=k8s.apps.v1.DaemonSetSpecArgs(
@@ -150,7 +156,7 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
                         automount_service_account_token=False,
                         security_context=pod_security_context(as_root=True),
                         node_selector=self._args.node_selector,
-                        tolerations=tolerations(self._args.tolerations),
+                        tolerations=tolerations(list(self._args.tolerations)),
                         containers=[container],
                         volumes=[
                             k8s.core.v1.VolumeArgs(

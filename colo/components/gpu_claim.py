@@ -20,6 +20,7 @@ CLAIM_NAME = "gpu"  # the name containers use in resources.claims
 class GpuClaimTemplateArgs:
     namespace: pulumi.Input[str]
     labels: dict[str, str]
+    template_name: str = "single-gpu"  # what each pod's resourceClaimTemplateName names
 
 
 class GpuClaimTemplate(pulumi.ComponentResource):
@@ -32,7 +33,7 @@ class GpuClaimTemplate(pulumi.ComponentResource):
         template = k8s.resource.v1.ResourceClaimTemplate(
             name,
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name="single-gpu", namespace=args.namespace, labels=args.labels
+                name=args.template_name, namespace=args.namespace, labels=args.labels
             ),
             spec=k8s.resource.v1.ResourceClaimTemplateSpecArgs(
                 spec=k8s.resource.v1.ResourceClaimSpecArgs(

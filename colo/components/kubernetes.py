@@ -1,6 +1,8 @@
-"""Everything colo puts in the cluster, in dependency order: namespace, secrets, GPU sharing, volume, pairs."""
+"""Everything a stack puts in the cluster, in dependency order: namespace, secrets, GPU sharing, volume, pairs."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import pulumi
 
@@ -9,26 +11,29 @@ from colo.components.dcgm_exporter import DcgmExporter, DcgmExporterArgs
 from colo.components.device_plugin import DevicePluginArgs, NvidiaDevicePlugin
 from colo.components.gpu_claim import GpuClaimTemplate, GpuClaimTemplateArgs
 from colo.components.gpu_pairing import PAIRING, PairingContext
-from colo.components.labels import pair_labels, pair_selector, pairs_selector, standard_labels
+from colo.components.labels import pairs_selector, standard_labels
 from colo.components.model_store import ModelStore, ModelStoreArgs
 from colo.components.monitoring import ServerMonitoring, ServerMonitoringArgs, scrape_annotations
 from colo.components.namespace import Namespace, NamespaceArgs
 from colo.components.network_policy import policy_peer
-from colo.components.pair import CoLocatedPair, CoLocatedPairArgs
+from colo.components.pair import ColocatedPair, needs_pod_scripts
+from colo.components.pair_args import ColocatedPairArgs
 from colo.components.pod_scripts import PodScripts, PodScriptsArgs
 from colo.components.pod_security import SERVERS_LEVEL
 from colo.components.secrets import StackSecretArgs, declare_secret
-from colo.components.verify_hook import after_rollout
+from colo.config import Pair, StackConfig
 from colo.plan.kubernetes_spec import KubernetesSpec
 
 
 def declare_kubernetes(
+    config: StackConfig,
     spec: KubernetesSpec,
     *,
     secrets: dict[str, pulumi.Output[str]],
     depends_on: list[pulumi.Resource],
 ) -> None:
-    """`secrets`: the stack's Pulumi secrets by key (colo:hfToken -> "hfToken"), for spec.secret_env."""
+    """`spec` is the stack plan's (colo.plan.kubernetes_spec); each pair is declared from `config`'s pieces and
+    plans itself. `secrets`: the stack's Pulumi secrets by key (colo:hfToken -> "hfToken"), for spec.secret_env."""
     opts = pulumi.ResourceOptions(depends_on=depends_on)
     namespace = Namespace(
         "namespace",
@@ -81,7 +86,7 @@ def declare_kubernetes(
             "gpu-claim", GpuClaimTemplateArgs(ns, standard_labels(spec, "gpu-claim")), opts
         ).template_name
 
-    volume = spec.model_volume
+    volume = config.storage
     store = ModelStore(
         "model-store",
         ModelStoreArgs(
@@ -94,37 +99,59 @@ def declare_kubernetes(
         opts,
     )
 
-    pairing = PAIRING[spec.gpu_pairing]
+    # One scripts ConfigMap for every pair that runs colo's scripts, rather than one each.
     context = PairingContext(pairs_selector(spec), claim_template)
-    shapes = {pair.name: pairing(pair, context) for pair in spec.pairs}
+    pairing = PAIRING[spec.gpu_pairing]
     scripts = None
-    if not spec.native_sidecars or any(shape.uses_scripts for shape in shapes.values()):
+    if any(needs_pod_scripts(pairing(pair, context), spec.native_sidecars) for pair in spec.pairs):
         scripts = PodScripts("pod-scripts", PodScriptsArgs(ns, standard_labels(spec, "pod-scripts")), opts)
 
-    for pair in spec.pairs:
-        CoLocatedPair(
-            pair.name,
-            CoLocatedPairArgs(
-                pair=pair,
-                gpu=shapes[pair.name],
-                native_sidecars=spec.native_sidecars,
-                namespace=ns,
-                labels=pair_labels(spec, pair.name),
-                selector=pair_selector(spec, pair.name),
-                node_selector=spec.node_selector,
-                tolerations=list(spec.tolerations),
-                model_claim=store.claim_name,
-                scripts_config_map=scripts.config_map_name if scripts else None,
-                secrets=secret_refs,
-                ingress_from=[
-                    policy_peer(peer, spec.namespace) for peer in (*spec.ingress_from, *spec.scrape_from)
-                ],
-                pod_annotations=scrape_annotations(spec.monitoring),
-                deployment_hooks=after_rollout(spec, pair),
-            ),
-            opts,
+    for pair in config.pairs:
+        references = PairReferences(
+            namespace=ns,
+            model_claim=store.claim_name,
+            secrets=secret_refs,
+            pod_annotations=scrape_annotations(spec.monitoring),
+            scripts_config_map=scripts.config_map_name if scripts else None,
+            claim_template=claim_template,
         )
+        ColocatedPair(pair.name, stack_pair_args(config, pair, references), opts)
     declare_monitoring(spec, ns, opts, plugin)
+
+
+@dataclass(frozen=True)
+class PairReferences:
+    """What a stack's pairs share in the cluster, declared once for them all."""
+
+    namespace: pulumi.Input[str]
+    model_claim: pulumi.Input[str]
+    secrets: list[SecretRef]
+    pod_annotations: dict[str, str] | None = None
+    scripts_config_map: pulumi.Input[str] | None = None
+    claim_template: pulumi.Input[str] | None = None
+
+
+def stack_pair_args(config: StackConfig, pair: Pair, references: PairReferences) -> ColocatedPairArgs:
+    """One of the stack's pairs as ColocatedPair's arguments: its servers and the stack's pieces."""
+    return ColocatedPairArgs(
+        llm=pair.llm,
+        embedding=pair.embedding,
+        reranker=pair.reranker,
+        namespace=references.namespace,
+        model_claim=references.model_claim,
+        cluster=config.cluster,
+        node_pool=config.node_pool,
+        storage=config.storage,
+        budget=config.budget,
+        network=config.network,
+        secrets=references.secrets,
+        pod_annotations=references.pod_annotations,
+        scripts_config_map=references.scripts_config_map,
+        claim_template=references.claim_template,
+        hub_token=config.hub_token.get_secret_value() if config.hub_token else None,
+        aws_region=config.aws_region,
+        project_dir=config.project_dir,
+    )
 
 
 def declare_monitoring(

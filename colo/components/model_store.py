@@ -6,21 +6,29 @@ read-write and write `/models/<pair>/<role>` before any server starts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
 
 import pulumi
 import pulumi_kubernetes as k8s
 
+from colo.components.labels import DEFAULT_INSTANCE, colo_labels
 from colo.plan.model_volume import MODEL_ROOT
 
 
 @dataclass(frozen=True)
 class ModelStoreArgs:
+    """The claim the pairs mount (ColocatedPairArgs.model_claim); a StorageClass of the user's can be named
+    by another resource's output."""
+
     namespace: pulumi.Input[str]
-    storage_class: str
-    size: str
-    access_mode: str
-    labels: dict[str, str]
+    storage_class: pulumi.Input[str] = "gp3"
+    size: pulumi.Input[str] = "500Gi"
+    # ReadWriteMany (EFS, say) where pairs on several nodes share it; ReadOnlyMany only without weightsUri.
+    access_mode: Literal["ReadWriteOnce", "ReadWriteMany", "ReadOnlyMany"] = "ReadWriteOnce"
+    labels: Mapping[str, str] = field(default_factory=lambda: colo_labels(DEFAULT_INSTANCE, "model-store"))
+    claim_name: str = "models"
 
 
 class ModelStore(pulumi.ComponentResource):
@@ -33,9 +41,9 @@ class ModelStore(pulumi.ComponentResource):
         claim = k8s.core.v1.PersistentVolumeClaim(
             name,
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name="models",
+                name=args.claim_name,
                 namespace=args.namespace,
-                labels=args.labels,
+                labels=dict(args.labels),
                 # EBS-style classes bind on first consumer; waiting for Bound here would wait forever,
                 # because the consumer (the pair's pod) is declared after the claim.
                 annotations={"pulumi.com/skipAwait": "true"},

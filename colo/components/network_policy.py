@@ -9,6 +9,8 @@ gate) is never subject to a NetworkPolicy (kubernetes.io/docs/concepts/services-
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pulumi
 import pulumi_kubernetes as k8s
 
@@ -36,13 +38,13 @@ def ingress_policy(
     labels: dict[str, str],
     selector: dict[str, str],
     ports: list[int],
-    sources: list[k8s.networking.v1.NetworkPolicyPeerArgs],
+    sources: Sequence[pulumi.Input[k8s.networking.v1.NetworkPolicyPeerArgs]],
     opts: pulumi.ResourceOptions,
 ) -> k8s.networking.v1.NetworkPolicy:
     """Selects the pods; with Ingress in policyTypes, anything the one rule does not admit is refused. With
     no sources there is no rule at all: a rule with an empty `from` would admit every source."""
     rule = k8s.networking.v1.NetworkPolicyIngressRuleArgs(
-        from_=sources,
+        from_=list(sources),
         ports=[k8s.networking.v1.NetworkPolicyPortArgs(port=port, protocol="TCP") for port in ports],
     )
     return k8s.networking.v1.NetworkPolicy(

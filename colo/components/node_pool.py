@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import pulumi
 import pulumi_aws as aws
 
-from colo.components.errors import ProgramError
-from colo.errors import ConfigError
+from colo.components.errors import refused
+from colo.components.stack_pieces import stack_config, written
+from colo.config.schema import Budget, Cluster, NodePool, Pair, StackConfig, Storage
+from colo.errors import ColoError, ConfigError, InfeasiblePlanError
 from colo.plan.instance_check import ReportedGpus, gpu_mismatch_problems
-from colo.plan.node_pool import NodePoolSpec
+from colo.plan.node_pool import NodePoolSpec, node_pool_spec
+from colo.plan.stack import make_plan
+from colo.profiles import s3_profile_reader
+
+COMPONENT = "GpuNodePool"
 
 # Each policy is one thing a node must do to join and run pods:
 #   AmazonEKSWorkerNodePolicy: the kubelet describes its instance and registers with the cluster.
@@ -32,24 +40,91 @@ IMDS_HOP_LIMIT = 1
 
 @dataclass(frozen=True)
 class GpuNodePoolArgs:
-    spec: NodePoolSpec
+    """An EKS managed node group of GPU nodes, sized by the plan of the pairs it will run: enough nodes for
+    them (and nodePool.spareGpus), a disk for their images and weights, the labels and taint they select.
+
+    `cluster`, `node_pool`, `pairs`, `storage` and `budget` are a stack's pieces, planned as `colo plan`
+    plans that stack (a plan that does not fit is refused before anything is registered); `cluster_name`
+    and `subnet_ids` may be other resources' outputs (an aws.eks.Cluster, a VPC's subnets)."""
+
+    cluster_name: pulumi.Input[str]  # the EKS cluster the nodes join
+    subnet_ids: pulumi.Input[Sequence[pulumi.Input[str]]]
+    pairs: Sequence[Pair]  # every pair the pool runs
+    cluster: Cluster = field(default_factory=Cluster)  # nodeImage (the AMI); name labels the nodes
+    # gpu, instanceType, gpusPerNode, spareGpus, rootVolumeGiB, maxNodes; its subnetIds are not read.
+    node_pool: NodePool = field(default_factory=NodePool)
+    storage: Storage = field(default_factory=Storage)
+    budget: Budget = field(default_factory=Budget)
+    hub_token: str | None = None  # for gated Hub models at plan time; default HF_TOKEN
+    project_dir: Path | None = None  # where relative `profile` paths are read; default the working directory
+
+    @classmethod
+    def of_stack(cls, config: StackConfig) -> GpuNodePoolArgs:
+        """The pool a stack's config describes (colo's own program declares its pool so)."""
+        return cls(
+            cluster_name=config.cluster.name,
+            subnet_ids=list(config.node_pool.subnet_ids),
+            pairs=config.pairs,
+            cluster=config.cluster,
+            node_pool=config.node_pool,
+            storage=config.storage,
+            budget=config.budget,
+            hub_token=config.hub_token.get_secret_value() if config.hub_token else None,
+            project_dir=config.project_dir,
+        )
+
+
+def node_pool_plan(name: str, args: GpuNodePoolArgs) -> NodePoolSpec:
+    """What the pool looks like by the plan of its pairs; a refusal (ProgramError) where that plan is refused."""
+    label = f"{COMPONENT} {name}"
+    try:
+        config = stack_config(
+            cluster=args.cluster,
+            node_pool=args.node_pool,
+            storage=args.storage,
+            budget=args.budget,
+            pairs=[written(pair) for pair in args.pairs],
+            hub_token=args.hub_token,
+            project_dir=args.project_dir,
+        )
+        plan = make_plan(config, s3_profile=s3_profile_reader(config))
+        if not plan.feasible:
+            raise InfeasiblePlanError(list(plan.problems))
+        return node_pool_spec(config, plan)
+    except ColoError as error:
+        raise refused(label, error, _argument_path) from None
+
+
+def _argument_path(path: str) -> str:
+    """A stack config path as the argument it names: colo:nodePool.gpu -> nodePool.gpu."""
+    return path.removeprefix("colo:")
 
 
 class GpuNodePool(pulumi.ComponentResource):
     node_group_name: pulumi.Output[str]
     node_role_arn: pulumi.Output[str]
+    node_labels: pulumi.Output[dict[str, str]]  # what every node carries: a pod's node selector
 
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None):
+        spec = node_pool_plan(name, args)  # raises before anything is registered
         super().__init__("colo:node_pool:GpuNodePool", name, None, opts)
         self._name = name
-        self._spec = args.spec
+        self._spec = spec
+        self._args = args
         role, attachments = self._define_node_role()
         template = self._define_launch_template()
         checked_instance_type = self._check_instance_type()
         group = self._define_node_group(role, attachments, template, checked_instance_type)
         self.node_group_name = group.node_group_name
         self.node_role_arn = role.arn
-        self.register_outputs({"nodeGroupName": self.node_group_name, "nodeRoleArn": self.node_role_arn})
+        self.node_labels = pulumi.Output.from_input(dict(spec.labels))
+        self.register_outputs(
+            {
+                "nodeGroupName": self.node_group_name,
+                "nodeRoleArn": self.node_role_arn,
+                "nodeLabels": self.node_labels,
+            }
+        )
 
     def _define_node_role(self) -> tuple[aws.iam.Role, list[aws.iam.RolePolicyAttachment]]:
         trust = {
@@ -65,7 +140,7 @@ class GpuNodePool(pulumi.ComponentResource):
         role = aws.iam.Role(
             f"{self._name}-node-role",
             assume_role_policy=json.dumps(trust),
-            description=f"GPU nodes of colo on EKS cluster {self._spec.cluster_name}",
+            description=pulumi.Output.concat("GPU nodes of colo on EKS cluster ", self._args.cluster_name),
             opts=pulumi.ResourceOptions(parent=self),
         )
         attachments = [
@@ -124,7 +199,7 @@ class GpuNodePool(pulumi.ComponentResource):
             )
             problems = gpu_mismatch_problems(spec.gpu, spec.gpus_per_node, answer)
             if problems:
-                raise ProgramError(ConfigError(problems))
+                raise refused(f"{COMPONENT} {self._name}", ConfigError(problems), _argument_path)
             return spec.instance_type
 
         return reported.apply(verify)
@@ -139,9 +214,9 @@ class GpuNodePool(pulumi.ComponentResource):
         spec = self._spec
         return aws.eks.NodeGroup(
             f"{self._name}-ng",
-            cluster_name=spec.cluster_name,
+            cluster_name=self._args.cluster_name,
             node_role_arn=role.arn,
-            subnet_ids=list(spec.subnet_ids),
+            subnet_ids=self._args.subnet_ids,
             instance_types=instance_type.apply(lambda checked: [checked]),
             ami_type=spec.ami_type,
             capacity_type="ON_DEMAND",
@@ -157,10 +232,3 @@ class GpuNodePool(pulumi.ComponentResource):
             # The node role must hold its policies before nodes boot, and keep them until they are gone.
             opts=pulumi.ResourceOptions(parent=self, depends_on=attachments),
         )
-
-
-def declare_node_pool(spec: NodePoolSpec | None) -> pulumi.Resource | None:
-    """A managed pool on EKS, or nothing at all when GPU nodes already exist (pods select their labels)."""
-    if spec is None:
-        return None
-    return GpuNodePool(spec.cluster_name, GpuNodePoolArgs(spec=spec))

@@ -1,19 +1,17 @@
-"""One co-located pair: a single-replica Deployment whose servers share one GPU, and a Service per server.
+"""The co-located pair: its servers share one GPU in a single-replica Deployment, with a Service per server.
 
-Start order without sleeps: with native sidecars the earlier servers are restartable init containers with
-a startup probe, so kubelet starts the LLM only once they are healthy; without them, each later server's
+The pair plans itself from its arguments (colo.components.pair_args) before it registers anything. Start
+order without sleeps: with native sidecars the earlier servers are restartable init containers with a
+startup probe, so kubelet starts the LLM only once they are healthy; without them, each later server's
 command first waits for the earlier servers' /health (colo/scripts/wait-for-health.sh).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pulumi
 import pulumi_kubernetes as k8s
 
 from colo.components.containers import (
-    SecretRef,
     health_url,
     running_probe,
     server_env,
@@ -23,14 +21,22 @@ from colo.components.containers import (
     tolerations,
     weight_sync_container,
 )
-from colo.components.gpu_pairing import PodGpu, ServerGpu
-from colo.components.network_policy import ingress_policy
-from colo.components.pod_scripts import script_path
+from colo.components.gpu_claim import GpuClaimTemplate, GpuClaimTemplateArgs
+from colo.components.gpu_pairing import PAIRING, PairingContext, PodGpu, ServerGpu
+from colo.components.labels import colo_labels, instance_selector, pair_labels_of, pair_selector_of
+from colo.components.network_policy import ingress_policy, policy_peer
+from colo.components.pair_args import ColocatedPairArgs, plan_colocated_pair
+from colo.components.pair_figures import PairFigures
+from colo.components.pod_scripts import PodScripts, PodScriptsArgs, script_path
 from colo.components.pod_security import container_security_context, pod_security_context
-from colo.plan.kubernetes_spec import SERVICE_PORT_NAME
+from colo.components.verify_hook import after_rollout
+from colo.config.schema import GpuPairing, IngressSource, Network
+from colo.plan.kubernetes_spec import SERVICE_PORT_NAME, allowed_sources, ingress_peer
 from colo.plan.pair import PairPlan
 from colo.plan.server import Server
 
+# The type of every pair ever deployed: it is part of each child's URN, so a rename would replace them all.
+TYPE = "colo:pair:CoLocatedPair"
 VLLM_SERVE = ["vllm", "serve"]
 # Policy-scanner findings a pod can carry for a reason, each explained in docs/checkov.md: a pod that
 # reads S3 needs its service account's token (IRSA, EKS Pod Identity); vLLM reads its API key only from
@@ -51,26 +57,6 @@ def scanner_exceptions(pair: PairPlan, reads_secrets: bool) -> dict[str, str] | 
     return {f"checkov.io/skip{i}": exception for i, exception in enumerate(found, start=1)} or None
 
 
-@dataclass(frozen=True)
-class CoLocatedPairArgs:
-    pair: PairPlan
-    gpu: PodGpu
-    native_sidecars: bool
-    namespace: pulumi.Input[str]
-    labels: dict[str, str]
-    selector: dict[str, str]
-    node_selector: dict[str, str]
-    tolerations: list[dict[str, str]]
-    model_claim: pulumi.Input[str]
-    scripts_config_map: pulumi.Input[str] | None
-    secrets: list[SecretRef]  # what every server reads from a Secret (HF_TOKEN, VLLM_API_KEY)
-    ingress_from: list[k8s.networking.v1.NetworkPolicyPeerArgs]  # who may call the servers
-    pod_annotations: dict[str, str] | None = (
-        None  # Prometheus scrape annotations (colo.components.monitoring)
-    )
-    deployment_hooks: pulumi.ResourceHookBinding | None = None  # colo.components.verify_hook
-
-
 def start_gate(earlier: list[Server]) -> list[str]:
     """Command prefix that waits for each earlier server, each within its own startup budget."""
     if not earlier:
@@ -81,35 +67,105 @@ def start_gate(earlier: list[Server]) -> list[str]:
     return [*gate, "--"]
 
 
-class CoLocatedPair(pulumi.ComponentResource):
+class ColocatedPair(pulumi.ComponentResource):
+    """A co-located pair on one GPU: a single-replica Deployment, a Service per server, a NetworkPolicy.
+
+    Planned before anything is registered (colo.components.pair_args): a pair that would not start raises a
+    ProgramError, which the engine prints without a traceback, and the pair declares nothing. Once the
+    Deployment has rolled out, the engine runs `colo verify` on it (colo.components.verify_hook) and
+    warns where the servers' startup logs do not confirm the plan."""
+
+    figures: PairFigures  # the plan, known as the program runs
+    selector: dict[str, str]  # the labels that select the pair's pod
     deployment_name: pulumi.Output[str]
-    service_names: dict[str, pulumi.Output[str]]
+    service_names: dict[str, pulumi.Output[str]]  # by role
+    utilizations: pulumi.Output[dict[str, float]]  # --gpu-memory-utilization by role
+    kv_tokens: pulumi.Output[dict[str, int]]  # "GPU KV cache size" by role
+    startup_probe_seconds: pulumi.Output[dict[str, int]]  # by role
+    predicted_used_mib: pulumi.Output[int]  # nvidia-smi's memory.used with every server up
+    predicted_free_mib: pulumi.Output[int]
 
     def __init__(
-        self, name: str, args: CoLocatedPairArgs, opts: pulumi.ResourceOptions | None = None
+        self, name: str, args: ColocatedPairArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("colo:pair:CoLocatedPair", name, None, opts)
+        plan = plan_colocated_pair(name, args)  # raises before the component or any child is registered
+        super().__init__(TYPE, name, None, opts)
         self._args = args
-        deployment = self._define_deployment(name)
-        self.deployment_name = deployment.metadata.name
+        self._pair = plan.pairs[0]
+        self._native_sidecars = plan.native_sidecars
+        self._node_selector = args.node_selector if args.node_selector is not None else plan.node_selector
+        self._tolerations = list(plan.tolerations)
+        self._instance = plan.config.cluster.name
+        self._labels = pair_labels_of(self._instance, name)
+        self.selector = pair_selector_of(self._instance, name)
+        self._gpu = self._pod_gpu(name, plan.config.cluster.gpu_pairing)
+        self._scripts = self._pod_scripts(name)
+        self.deployment_name = self._define_deployment(name).metadata.name
         self.service_names = {
-            server.role: self._define_service(server).metadata.name for server in args.pair.servers
+            server.role: self._define_service(server).metadata.name for server in self._pair.servers
         }
-        ingress_policy(
-            args.pair.name,
-            namespace=args.namespace,
-            labels=args.labels,
-            selector=args.selector,
-            ports=[server.port for server in args.pair.servers],
-            sources=args.ingress_from,
-            opts=pulumi.ResourceOptions(parent=self),
+        self._define_network_policy(name, plan.config.network)
+        self._expose(PairFigures.of(self._pair))
+
+    def _pod_gpu(self, name: str, method: GpuPairing) -> PodGpu:
+        """How the servers reach one GPU; DRA's claim template is declared here where none was given."""
+        template = self._args.claim_template
+        if method == "dra" and template is None:
+            template = GpuClaimTemplate(
+                f"{name}-gpu-claim",
+                GpuClaimTemplateArgs(
+                    self._args.namespace,
+                    colo_labels(self._instance, "gpu-claim"),
+                    template_name=f"{name}-gpu",
+                ),
+                pulumi.ResourceOptions(parent=self),
+            ).template_name
+        context = PairingContext(instance_selector(self._instance), template)
+        return PAIRING[method](self._pair, context)
+
+    def _pod_scripts(self, name: str) -> pulumi.Input[str] | None:
+        if self._args.scripts_config_map is not None:
+            return self._args.scripts_config_map
+        if not needs_pod_scripts(self._gpu, self._native_sidecars):
+            return None
+        return PodScripts(
+            f"{name}-scripts",
+            PodScriptsArgs(
+                self._args.namespace,
+                colo_labels(self._instance, "pod-scripts"),
+                config_map_name=f"{name}-scripts",
+            ),
+            pulumi.ResourceOptions(parent=self),
+        ).config_map_name
+
+    def _expose(self, figures: PairFigures) -> None:
+        self.figures = figures
+        servers = figures.by_role()
+        self.utilizations = pulumi.Output.from_input(
+            {role: s.gpu_memory_utilization for role, s in servers.items()}
         )
-        self.register_outputs({"deployment_name": self.deployment_name, "service_names": self.service_names})
+        self.kv_tokens = pulumi.Output.from_input({role: s.kv_tokens for role, s in servers.items()})
+        self.startup_probe_seconds = pulumi.Output.from_input(
+            {role: s.startup_probe_seconds for role, s in servers.items()}
+        )
+        self.predicted_used_mib = pulumi.Output.from_input(figures.predicted_used_mib)
+        self.predicted_free_mib = pulumi.Output.from_input(figures.predicted_free_mib)
+        self.register_outputs(
+            {
+                "deployment_name": self.deployment_name,
+                "service_names": self.service_names,
+                "utilizations": self.utilizations,
+                "kv_tokens": self.kv_tokens,
+                "startup_probe_seconds": self.startup_probe_seconds,
+                "predicted_used_mib": self.predicted_used_mib,
+                "predicted_free_mib": self.predicted_free_mib,
+            }
+        )
 
     def _server_container(self, index: int, server: Server, gpu: ServerGpu) -> k8s.core.v1.ContainerArgs:
-        args = self._args
-        gate = [] if args.native_sidecars else start_gate(list(args.pair.servers[:index]))
-        sidecar = args.native_sidecars and server is not args.pair.llm
+        pair, native = self._pair, self._native_sidecars
+        gate = [] if native else start_gate(list(pair.servers[:index]))
+        sidecar = native and server is not pair.llm
         return k8s.core.v1.ContainerArgs(
             name=server.role,
             image=server.image,
@@ -118,7 +174,7 @@ class CoLocatedPair(pulumi.ComponentResource):
             args=list(server.args),
             ports=[k8s.core.v1.ContainerPortArgs(name=server.role, container_port=server.port)],
             env=[
-                *server_env(args.secrets),
+                *server_env(list(self._args.secrets)),
                 *gpu.env,
                 *(k8s.core.v1.EnvVarArgs(name=name, value=value) for name, value in server.env),
             ],
@@ -136,25 +192,25 @@ class CoLocatedPair(pulumi.ComponentResource):
         )
 
     def _pod_spec(self) -> k8s.core.v1.PodSpecArgs:
-        args = self._args
+        pair, gpu = self._pair, self._gpu
         servers = [
-            self._server_container(i, server, gpu)
-            for i, (server, gpu) in enumerate(zip(args.pair.servers, args.gpu.servers, strict=True))
+            self._server_container(i, server, server_gpu)
+            for i, (server, server_gpu) in enumerate(zip(pair.servers, gpu.servers, strict=True))
         ]
-        sidecars, app = (servers[:-1], servers[-1:]) if args.native_sidecars else ([], servers)
+        sidecars, app = (servers[:-1], servers[-1:]) if self._native_sidecars else ([], servers)
         # Weights are copied before anything else runs. The copies request no GPU, so the UUID init
         # container still hands its device to the first server that asks (see gpu_pairing.uuid_handoff).
-        syncs = [weight_sync_container(step) for step in args.pair.weight_syncs]
-        account = args.pair.service_account
-        volumes = shared_volumes(args.model_claim, args.scripts_config_map, models_writable=bool(syncs))
+        syncs = [weight_sync_container(step) for step in pair.weight_syncs]
+        account = pair.service_account
+        volumes = shared_volumes(self._args.model_claim, self._scripts, models_writable=bool(syncs))
         return k8s.core.v1.PodSpecArgs(
-            init_containers=[*syncs, *args.gpu.init_containers, *sidecars] or None,
+            init_containers=[*syncs, *gpu.init_containers, *sidecars] or None,
             containers=app,
-            volumes=[*volumes, *args.gpu.volumes],
-            resource_claims=args.gpu.resource_claims or None,
-            affinity=args.gpu.affinity,
-            node_selector=args.node_selector,
-            tolerations=tolerations(args.tolerations),
+            volumes=[*volumes, *gpu.volumes],
+            resource_claims=gpu.resource_claims or None,
+            affinity=gpu.affinity,
+            node_selector=self._node_selector,
+            tolerations=tolerations(self._tolerations),
             security_context=pod_security_context(),
             service_account_name=account,
             # No pod needs the Kubernetes API; one that copies from S3 needs the token for AWS credentials.
@@ -164,24 +220,25 @@ class CoLocatedPair(pulumi.ComponentResource):
         )
 
     def _define_deployment(self, name: str) -> k8s.apps.v1.Deployment:
-        args = self._args
-        timeout = f"{args.pair.rollout_seconds}s"
+        pair = self._pair
+        timeout = f"{pair.rollout_seconds}s"
         return k8s.apps.v1.Deployment(
             name,
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=args.pair.name,
-                namespace=args.namespace,
-                labels=args.labels,
-                annotations=scanner_exceptions(args.pair, bool(args.secrets)),
+                name=pair.name,
+                namespace=self._args.namespace,
+                labels=self._labels,
+                annotations=scanner_exceptions(pair, bool(self._args.secrets)),
             ),
             spec=k8s.apps.v1.DeploymentSpecArgs(
                 replicas=1,
                 # The new pod needs the GPU the old one holds: a rolling update would wait for it forever.
                 strategy=k8s.apps.v1.DeploymentStrategyArgs(type="Recreate"),
-                selector=k8s.meta.v1.LabelSelectorArgs(match_labels=args.selector),
+                selector=k8s.meta.v1.LabelSelectorArgs(match_labels=self.selector),
                 template=k8s.core.v1.PodTemplateSpecArgs(
                     metadata=k8s.meta.v1.ObjectMetaArgs(
-                        labels={**args.labels, **args.selector}, annotations=args.pod_annotations
+                        labels={**self._labels, **self.selector},
+                        annotations=dict(self._args.pod_annotations) if self._args.pod_annotations else None,
                     ),
                     spec=self._pod_spec(),
                 ),
@@ -190,19 +247,18 @@ class CoLocatedPair(pulumi.ComponentResource):
                 parent=self,
                 delete_before_replace=True,
                 custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout),
-                hooks=args.deployment_hooks,
+                hooks=after_rollout(pair, self.selector),
             ),
         )
 
     def _define_service(self, server: Server) -> k8s.core.v1.Service:
-        args = self._args
         return k8s.core.v1.Service(
             server.name,
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=server.name, namespace=args.namespace, labels=args.labels
+                name=server.name, namespace=self._args.namespace, labels=self._labels
             ),
             spec=k8s.core.v1.ServiceSpecArgs(
-                selector=args.selector,
+                selector=self.selector,
                 ports=[
                     k8s.core.v1.ServicePortArgs(
                         name=SERVICE_PORT_NAME, port=server.port, target_port=server.port
@@ -211,3 +267,27 @@ class CoLocatedPair(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
+
+    def _define_network_policy(self, name: str, network: Network) -> None:
+        """Admits network.allowFrom and scrapeFrom to the servers' ports; a source naming no namespace is
+        in the pair's own, whose name is known once `namespace` resolves."""
+        namespace = pulumi.Output.from_input(self._args.namespace)
+
+        def peer(source: IngressSource) -> pulumi.Output[k8s.networking.v1.NetworkPolicyPeerArgs]:
+            return namespace.apply(lambda own: policy_peer(ingress_peer(own, source), own))
+
+        sources = [peer(source) for source in (*allowed_sources(network), *network.scrape_from)]
+        ingress_policy(
+            name,
+            namespace=self._args.namespace,
+            labels=self._labels,
+            selector=self.selector,
+            ports=[server.port for server in self._pair.servers],
+            sources=sources,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+
+def needs_pod_scripts(gpu: PodGpu, native_sidecars: bool) -> bool:
+    """colo's scripts run in the pod: the GPU pairing's, or the start gate where there are no native sidecars."""
+    return gpu.uses_scripts or not native_sidecars

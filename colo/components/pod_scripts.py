@@ -25,6 +25,7 @@ def read_scripts() -> dict[str, str]:
 class PodScriptsArgs:
     namespace: pulumi.Input[str]
     labels: dict[str, str]
+    config_map_name: str = "colo-scripts"
 
 
 class PodScripts(pulumi.ComponentResource):
@@ -35,7 +36,7 @@ class PodScripts(pulumi.ComponentResource):
         config_map = k8s.core.v1.ConfigMap(
             name,
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name="colo-scripts", namespace=args.namespace, labels=args.labels
+                name=args.config_map_name, namespace=args.namespace, labels=args.labels
             ),
             data=read_scripts(),
             opts=pulumi.ResourceOptions(parent=self),

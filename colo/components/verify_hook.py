@@ -20,8 +20,6 @@ import pulumi
 from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.settings import monitor_supports_feature
 
-from colo.components.labels import pair_selector
-from colo.plan.kubernetes_spec import KubernetesSpec
 from colo.plan.pair import PairPlan
 
 
@@ -47,7 +45,18 @@ def kubeconfig_file(setting: str | None) -> str | None:
     return path
 
 
-def verify_pair(spec: KubernetesSpec, pair: PairPlan, kubeconfig: str | None, context: str | None) -> str:
+def deployed_namespace(args: pulumi.ResourceHookArgs) -> str:
+    """The namespace the engine reports the Deployment in: known here even where the program passed an Output."""
+    metadata = (args.new_outputs or {}).get("metadata") or {}
+    namespace = metadata.get("namespace")
+    if not isinstance(namespace, str):
+        raise PlanNotConfirmed(f"colo verify: the engine reported no namespace for {args.name}")
+    return namespace
+
+
+def verify_pair(
+    namespace: str, selector: dict[str, str], pair: PairPlan, kubeconfig: str | None, context: str | None
+) -> str:
     """The comparison for one pair, as `colo verify` prints it; raises PlanNotConfirmed unless within."""
     from colo.cli.verify_cmd import _check
     from colo.verify.cluster import ClusterReader, ClusterUnreachable, ServerTarget
@@ -58,9 +67,7 @@ def verify_pair(spec: KubernetesSpec, pair: PairPlan, kubeconfig: str | None, co
         reader = ClusterReader(kubeconfig, context)
         readings = [
             reader.read(
-                ServerTarget(
-                    pair.name, server.role, spec.namespace, pair_selector(spec, pair.name), server.name
-                ),
+                ServerTarget(pair.name, server.role, namespace, selector, server.name),
                 previous=False,
             )
             for server in pair.servers
@@ -75,15 +82,15 @@ def verify_pair(spec: KubernetesSpec, pair: PairPlan, kubeconfig: str | None, co
     return text
 
 
-def after_rollout(spec: KubernetesSpec, pair: PairPlan) -> pulumi.ResourceHookBinding | None:
-    """The hooks for a pair's Deployment, or None where none can run."""
+def after_rollout(pair: PairPlan, selector: dict[str, str]) -> pulumi.ResourceHookBinding | None:
+    """The hooks for a pair's Deployment (its pod selected by `selector`), or None where none can run."""
     if not hooks_apply():
         return None
     provider = pulumi.Config("kubernetes")
     kubeconfig, context = kubeconfig_file(provider.get("kubeconfig")), provider.get("context")
 
     def verify(args: pulumi.ResourceHookArgs) -> None:
-        text = verify_pair(spec, pair, kubeconfig, context)
+        text = verify_pair(deployed_namespace(args), selector, pair, kubeconfig, context)
         pulumi.log.info(text)
 
     hook = pulumi.ResourceHook(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from colo.config.schema import IngressSource, StackConfig
+from colo.config.schema import IngressSource, Network, StackConfig
 from colo.plan.monitoring import MonitoringSpec, monitoring_spec
 from colo.plan.pair import PairPlan
 from colo.plan.scheduling import DevicePluginPlan
@@ -70,22 +70,24 @@ class KubernetesSpec:
     monitoring: MonitoringSpec  # scraping, GPU metrics, dashboard and alerts
 
 
-def _peers(config: StackConfig, sources: list[IngressSource]) -> tuple[IngressPeer, ...]:
-    return tuple(
-        IngressPeer(
-            None if source.namespace == "*" else source.namespace or config.cluster.namespace,
-            dict(source.pod_labels or {}),
-        )
-        for source in sources
+def ingress_peer(namespace: str, source: IngressSource) -> IngressPeer:
+    """One source as a peer; a source that names no namespace is in the servers' own, `namespace`."""
+    return IngressPeer(
+        None if source.namespace == "*" else source.namespace or namespace, dict(source.pod_labels or {})
     )
 
 
+def allowed_sources(network: Network) -> list[IngressSource]:
+    """network.allowFrom; without it, every pod of the servers' namespace."""
+    return list(network.allow_from) if network.allow_from is not None else [IngressSource()]
+
+
+def _peers(config: StackConfig, sources: list[IngressSource]) -> tuple[IngressPeer, ...]:
+    return tuple(ingress_peer(config.cluster.namespace, source) for source in sources)
+
+
 def ingress_peers(config: StackConfig) -> tuple[IngressPeer, ...]:
-    """network.allowFrom as peers; without it, every pod of the servers' namespace."""
-    sources = config.network.allow_from
-    if sources is None:
-        return (IngressPeer(config.cluster.namespace, {}),)
-    return _peers(config, sources)
+    return _peers(config, allowed_sources(config.network))
 
 
 def kubernetes_spec(config: StackConfig, plan: Plan) -> KubernetesSpec:

@@ -49,10 +49,17 @@ class Plan:
 
 
 def make_plan(
-    config: StackConfig, *, s3_profile: S3Profile | None = None, gpu_override: GpuSpec | None = None
+    config: StackConfig,
+    *,
+    s3_profile: S3Profile | None = None,
+    gpu_override: GpuSpec | None = None,
+    device_plugin_checks: bool = True,
 ) -> Plan:
-    """Plan every pair. Problems are collected, never raised, so `colo plan` can show them all."""
-    problems = platform_problems(config) + device_plugin_problems(config)
+    """Plan every pair. Problems are collected, never raised, so `colo plan` can show them all.
+
+    `device_plugin_checks=False` plans a pair declared on its own (colo.components.ColocatedPair): who runs
+    the device plugin, and how many slices it offers, is then said where the plugin is declared."""
+    problems = platform_problems(config) + (device_plugin_problems(config) if device_plugin_checks else [])
     if (unusable := calibration_problem(config.budget.calibration)) is not None:
         problems.append(Problem("colo:budget.calibration", unusable))
     selector, tolerations = node_selector(config), gpu_tolerations()

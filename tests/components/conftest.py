@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
 
@@ -11,7 +11,7 @@ import pytest
 
 from colo.cli.common import load_config
 from colo.config import StackConfig
-from colo.mock_run import ProgramRun, run_program
+from colo.mock_run import OptionsRecorder, ProgramRun, run_program
 from colo.plan.stack import Plan, make_plan
 from colo.stackfiles import StackFile, list_stacks, load_stack
 from tests.harness import RecordingMocks
@@ -69,6 +69,30 @@ def declare_under_mocks(
             return None
         names = {"nodeGroupName": resource.node_group_name, "nodeRoleArn": resource.node_role_arn}  # type: ignore[attr-defined]
         return pulumi.Output.all(**names).apply(outputs.update)
+
+    _run()
+    return mocks, outputs
+
+
+def run_under_mocks(
+    build: Callable[[], Mapping[str, pulumi.Input[Any]]],
+    *,
+    mocks: AwsMocks | None = None,
+    preview: bool = False,
+) -> tuple[AwsMocks, dict[str, Any]]:
+    """Run `build` in a fresh mocked stack, as a program of one's own would run; the outputs it returns come
+    back resolved, and every resource's options (its parent) are recorded in `mocks.options`."""
+    mocks = mocks or AwsMocks()
+    pulumi.runtime.reset_options()
+    pulumi.runtime.set_mocks(mocks, project="own-program", stack="test", preview=preview)
+    recorder = OptionsRecorder()
+    pulumi.runtime.register_stack_transformation(recorder)
+    outputs: dict[str, Any] = {}
+
+    @pulumi.runtime.test  # type: ignore[untyped-decorator]
+    def _run() -> pulumi.Output[Any]:
+        resolved = pulumi.Output.all(**build()).apply(outputs.update)
+        return pulumi.Output.all(resolved, recorder.resolve_into(mocks))
 
     _run()
     return mocks, outputs

@@ -10,9 +10,11 @@ import stat
 from pathlib import Path
 
 import pulumi
+import pytest
 from pulumi.runtime.config import CONFIG
 
-from colo.components.verify_hook import after_rollout, kubeconfig_file
+from colo.components.labels import pair_selector
+from colo.components.verify_hook import PlanNotConfirmed, after_rollout, deployed_namespace, kubeconfig_file
 from colo.inline_engine import RENDER_KEY
 from colo.plan.kubernetes_spec import kubernetes_spec
 from colo.plan.stack import make_plan
@@ -28,7 +30,7 @@ def bindings(render_dir: str | None = None) -> list[pulumi.ResourceHookBinding |
         if render_dir is not None:
             pulumi.runtime.set_config(RENDER_KEY, render_dir)
         try:
-            found.extend(after_rollout(spec, pair) for pair in spec.pairs)
+            found.extend(after_rollout(pair, pair_selector(spec, pair.name)) for pair in spec.pairs)
         finally:
             CONFIG.get().pop(RENDER_KEY, None)  # the runtime's config outlives this mocked stack
 
@@ -71,3 +73,19 @@ def test_kubeconfig_contents_are_written_to_a_private_file() -> None:
 
 def test_no_setting_leaves_the_choice_to_the_client_as_the_provider_does() -> None:
     assert kubeconfig_file(None) is None
+
+
+def test_the_namespace_verified_is_the_one_the_engine_reports_the_deployment_in() -> None:
+    created = pulumi.ResourceHookArgs(
+        "urn",
+        "id",
+        "chat",
+        "kubernetes:apps/v1:Deployment",
+        new_outputs={"metadata": {"namespace": "team-a"}},
+    )
+    assert deployed_namespace(created) == "team-a"
+
+
+def test_a_deployment_reported_without_a_namespace_fails_the_hook_by_name() -> None:
+    with pytest.raises(PlanNotConfirmed, match="no namespace for chat"):
+        deployed_namespace(pulumi.ResourceHookArgs("urn", "id", "chat", "kubernetes:apps/v1:Deployment"))

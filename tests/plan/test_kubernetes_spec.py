@@ -36,11 +36,61 @@ def _imported_modules(source: str) -> set[str]:
     return modules
 
 
-def test_components_import_nothing_from_the_stack_config() -> None:
+# Components take the stack schema's pieces as arguments (ServerSpec, Cluster, ...) and validate them as a stack
+# file is validated; how config is loaded (files, the engine's config, the CLI's values) stays in colo.config.
+SCHEMA_MODULES = {"colo.config", "colo.config.schema"}
+
+
+# The Kubernetes provider's own settings (kubeconfig, context, renderYamlToDirectory) say how the provider
+# reaches the cluster; the after-rollout verify hook reads the cluster the same way (colo.components.verify_hook).
+PROVIDER_SETTINGS = "kubernetes"
+
+
+def _provider_settings_call(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "Config"
+        and [ast.literal_eval(arg) for arg in node.args if isinstance(arg, ast.Constant)]
+        == [PROVIDER_SETTINGS]
+    )
+
+
+def _reads_pulumi_config(source: str) -> bool:
+    tree = ast.parse(source)
+    allowed = {id(node.func) for node in ast.walk(tree) if _provider_settings_call(node)}
+    return any(
+        isinstance(node, ast.Attribute)
+        and node.attr in {"Config", "get_config", "CONFIG"}
+        and id(node) not in allowed
+        for node in ast.walk(tree)
+    )
+
+
+def test_components_take_the_schemas_pieces_and_never_read_the_stack_config_themselves() -> None:
     offenders = {
         str(path.relative_to(REPO_ROOT)): sorted(
-            m for m in _imported_modules(path.read_text()) if m.startswith("colo.config")
+            m
+            for m in _imported_modules(path.read_text())
+            if m.startswith("colo.config") and m not in SCHEMA_MODULES
         )
         for path in (REPO_ROOT / "colo" / "components").glob("*.py")
     }
     assert {path: modules for path, modules in offenders.items() if modules} == {}
+    readers = [
+        str(path.relative_to(REPO_ROOT))
+        for path in (REPO_ROOT / "colo" / "components").glob("*.py")
+        if _reads_pulumi_config(path.read_text())
+    ]
+    assert readers == []
+
+
+def test_the_config_check_sees_a_component_that_reads_pulumi_config() -> None:
+    """Guards the check above against passing vacuously."""
+    assert _reads_pulumi_config("import pulumi\nregion = pulumi.Config('aws').get('region')\n")
+    assert not _reads_pulumi_config("import pulumi\nname = pulumi.Output.from_input('x')\n")
+    assert _reads_pulumi_config("import pulumi\nmodel = pulumi.Config().get('model')\n")
+    assert _reads_pulumi_config("import pulumi\nmodel = pulumi.Config('colo').get('pairs')\n")
+    assert not _reads_pulumi_config(
+        "import pulumi\nkubeconfig = pulumi.Config('kubernetes').get('kubeconfig')\n"
+    )
