@@ -7,7 +7,9 @@ against Pulumi.yaml and the state backend are still the real ones:
     python -m colo.inline_engine preview --stack local
     python -m colo.inline_engine up --stack local --render-dir out/
 
-behave as `pulumi preview` / `pulumi up --yes` run in the project directory. The CLI and the providers
+behave as `pulumi preview` / `pulumi up --yes` run in the project directory. `--program PATH` runs
+another project's program instead (a `__main__.py` of one's own that uses colo's components), in its
+directory, under its Pulumi.yaml's project name. The CLI and the providers
 are taken from PATH; the backend and the secrets passphrase from the usual PULUMI_* variables. As with
 `pulumi stack init`, a stack new to the backend gets its encryption salt written into its stack file;
 `--render-dir` is set for the one run and taken out again, so the stack file keeps the user's settings.
@@ -16,12 +18,15 @@ are taken from PATH; the backend and the secrets passphrase from the usual PULUM
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import runpy
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import yaml
 from pulumi import automation as auto
 
 from colo.program import run as colo_program
@@ -93,13 +98,32 @@ class _Recorder:
         return Outcome(command, succeeded, self.steps, self.errors, "\n".join(self.lines))
 
 
-def select_stack(stack: str, project_dir: Path | None = None) -> auto.Stack:
+def project_program(path: Path) -> Callable[[], None]:
+    """A project's `__main__.py` as an inline program, run in its directory as the Pulumi CLI runs it."""
+
+    def run() -> None:
+        with contextlib.chdir(path.parent):
+            runpy.run_path(str(path), run_name="__main__")
+
+    return run
+
+
+def _project_name(project_dir: Path) -> str:
+    project = yaml.safe_load((project_dir / "Pulumi.yaml").read_text()) or {}
+    return str(project.get("name", PROJECT))
+
+
+def select_stack(
+    stack: str, project_dir: Path | None = None, program: Callable[[], None] | None = None
+) -> auto.Stack:
     """The stack in `project_dir` (Pulumi.yaml and its stackConfigDir; default the project found from the
     working directory), created on first use with the passphrase secrets provider when the backend has no
-    such stack yet."""
+    such stack yet. `program` defaults to colo's own."""
     project_dir = project_dir or require_project().parent
     options = auto.LocalWorkspaceOptions(work_dir=str(project_dir), secrets_provider="passphrase")
-    return auto.create_or_select_stack(stack, project_name=PROJECT, program=colo_program, opts=options)
+    return auto.create_or_select_stack(
+        stack, project_name=_project_name(project_dir), program=program or colo_program, opts=options
+    )
 
 
 def render_to(stack: auto.Stack, directory: Path) -> str | None:
@@ -147,12 +171,16 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         "--render-dir", type=Path, help=f"set {RENDER_KEY} first: write manifests here, apply nothing"
     )
     parser.add_argument("--report", type=Path, help="also write the steps and errors as JSON here")
+    parser.add_argument(
+        "--program", type=Path, help="run this __main__.py (a program of one's own) instead of colo's"
+    )
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _arguments(argv)
-    stack = select_stack(args.stack, args.project_dir)
+    program = project_program(args.program.resolve()) if args.program else None
+    stack = select_stack(args.stack, args.project_dir, program)
     if args.render_dir is None:
         outcome = run(stack, args.command, echo=print)
     else:

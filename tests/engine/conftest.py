@@ -42,7 +42,10 @@ class Engine:
         )
         return env
 
-    def run(self, command: str, stack: str, project: Path, render_dir: Path) -> Outcome:
+    def run(
+        self, command: str, stack: str, project: Path, render_dir: Path, program: Path | None = None
+    ) -> Outcome:
+        """`program`: a __main__.py of one's own to run instead of colo's."""
         report = project / f"{command}-{stack}.json"
         finished = subprocess.run(
             [
@@ -58,6 +61,7 @@ class Engine:
                 str(render_dir),
                 "--report",
                 str(report),
+                *(["--program", str(program)] if program else []),
             ],
             cwd=REPO_ROOT,
             env=self.environment(),
