@@ -27,18 +27,20 @@ local: venv
 
 ## Lint, type-check and run the whole test suite.
 test: venv
-	$(BIN)/ruff check colo tests bench __main__.py
-	$(BIN)/ruff format --check colo tests bench __main__.py
+	$(BIN)/ruff check colo tests bench examples __main__.py
+	$(BIN)/ruff format --check colo tests bench examples __main__.py
 	$(BIN)/mypy
+	$(BIN)/mypy examples/colocated-pair/__main__.py  # apart: a second module named __main__
 	$(BIN)/pytest -q -n 2 --dist loadgroup
 
 ## The tests that need tools built outside the suite: build whatever of them is not cached yet (the control
-## plane, the real Pulumi engine; once, at low priority), then run those tests, one at a time (COLO_E2E=1
+## plane, the real Pulumi engine, Pulumi YAML's language host; once, at low priority), then run those tests, one at a time (COLO_E2E=1
 ## asks for the control-plane ones, which `make test` leaves out).
 e2e: venv
 	nice -n 19 bash scripts/build-control-plane.sh
 	nice -n 19 bash scripts/build-pulumi-engine.sh
-	COLO_E2E=1 $(BIN)/pytest -q -p no:xdist -m "control_plane or engine"
+	nice -n 19 bash scripts/build-pulumi-yaml.sh
+	COLO_E2E=1 $(BIN)/pytest -q -p no:xdist -m "control_plane or engine or pulumi_yaml"
 
 ## Upgrade every pinned package to the newest release pyproject.toml allows, and rewrite uv.lock.
 lock: $(UV)

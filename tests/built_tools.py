@@ -24,6 +24,8 @@ PROMETHEUS_CRDS = (
     "crds/monitoring.coreos.com_podmonitors.yaml",
     "crds/monitoring.coreos.com_prometheusrules.yaml",
 )
+PULUMI_YAML_SCRIPT = REPO_ROOT / "scripts" / "build-pulumi-yaml.sh"
+PULUMI_YAML_BINARIES = ("pulumi-language-yaml",)
 
 
 def bin_dir_of(script: Path) -> Path:
@@ -77,9 +79,21 @@ def control_plane_absent() -> str | None:
     )
 
 
+def pulumi_yaml_absent() -> str | None:
+    bin_dir = bin_dir_of(PULUMI_YAML_SCRIPT)
+    missing = missing_from(bin_dir, PULUMI_YAML_BINARIES)
+    if not missing:
+        return None
+    return (
+        f"Pulumi YAML's language host is not built ({', '.join(missing)} missing from {bin_dir}): run "
+        "scripts/build-pulumi-yaml.sh once (it compiles it from its Go module and caches it by version)"
+    )
+
+
 BUILT_TOOLS: tuple[BuiltTool, ...] = (
     BuiltTool("engine", pulumi_engine_absent),
     BuiltTool("control_plane", control_plane_absent),
+    BuiltTool("pulumi_yaml", pulumi_yaml_absent),
 )
 
 
