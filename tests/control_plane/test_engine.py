@@ -16,6 +16,7 @@ import yaml
 from tests.built_tools import PULUMI_ENGINE_SCRIPT, absence, bin_dir_of
 from tests.control_plane.api import Api, key_of, wait_until
 from tests.control_plane.engine import EngineOnCluster, Run, edit_stack_file, kubernetes_steps
+from tests.control_plane.evidence import record, step_summary
 from tests.control_plane.stacks import STACKS, nodes_ready, prerequisites, render
 from tests.control_plane.workloads import available
 from tests.engine.conftest import Engine, project_copy
@@ -101,6 +102,14 @@ def lifecycle(
         wait_until(lambda: not any(api.exists(n) for n in namespaces), 120, "the stack's namespaces to go")
         after_destroy = snapshot(api, rendered)
         state = engine_on_cluster.engine.resource_types_in_state("local", project)
+        record(
+            "engine-local-lifecycle",
+            {
+                run: step_summary(outcome.outcome)
+                for run, outcome in (("up", up), ("update", update), ("destroy", destroy))
+            }
+            | {"left_in_state_after_destroy": sorted(state)},
+        )
         yield Lifecycle(rendered, up, after_up, update, after_update, destroy, after_destroy, state)
     finally:
         api.delete_namespaces([m["metadata"]["name"] for m in rendered if m["kind"] == "Namespace"])

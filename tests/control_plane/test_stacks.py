@@ -16,6 +16,7 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from tests.control_plane.api import Api, wait_until
+from tests.control_plane.evidence import record
 from tests.control_plane.nodes import GPU_RESOURCE, SHARED_RESOURCE
 from tests.control_plane.stacks import STACKS, StackOnCluster, bring_up, remove
 from tests.control_plane.workloads import (
@@ -56,6 +57,10 @@ def probes(api: Api, stack: StackOnCluster) -> Iterator[Probes]:
 
 
 def test_the_api_server_accepts_every_object_colo_renders(stack: StackOnCluster) -> None:
+    record(
+        f"{stack.setup.name}-admitted",
+        {"method": METHOD[stack.setup.name], "admitted": sorted(a.key for a in stack.applied.applied)},
+    )
     assert stack.applied.refused == []
     assert sorted(a.key for a in stack.applied.applied) == sorted(
         f"{m['kind']}/{m['metadata'].get('namespace', '')}/{m['metadata']['name']}" for m in stack.manifests
@@ -99,6 +104,10 @@ def test_a_privileged_pod_is_refused_in_the_servers_namespace(api: Api, stack: S
 
 def test_every_pair_pod_is_scheduled_once_onto_the_stacks_gpu_nodes(api: Api, stack: StackOnCluster) -> None:
     pods = wait_for_pair_pods(api, stack)
+    record(
+        f"{stack.setup.name}-placement",
+        {pair: [(p["metadata"]["name"], scheduled_node(p)) for p in found] for pair, found in pods.items()},
+    )
     for pair, found in pods.items():
         assert len(found) == 1, f"{pair}: {len(found)} pods"
         assert scheduled_node(found[0]) in stack.node_names
