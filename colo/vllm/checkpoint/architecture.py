@@ -113,6 +113,8 @@ class ModelArchitecture:
     vision_parameters: int = 0
     vision: VisionGeometry | None = None
     rotary_dim: int | None = None  # partial rotary embeddings cache fewer dimensions
+    # rows of each cos/sin cache get_rope builds (empty: one of max_position_embeddings rows)
+    rotary_cache_rows: tuple[int, ...] = ()
     # vLLM's name for the quantization method ("none": full precision). From config.json it is the method the
     # checkpoint declares; colo.vllm.checkpoint.quant_methods.resolve_architecture sets what a release and GPU run.
     quantization: str = "none"
@@ -129,6 +131,13 @@ class ModelArchitecture:
     @property
     def dtype_bytes(self) -> int:
         return DTYPE_BYTES.get(self.dtype, 2)
+
+    @property
+    def rotary_cache_bytes(self) -> int:
+        """The cos/sin caches one process holds: rows x rotary dimensions in the model dtype, per distinct cache
+        (`RotaryEmbedding.__init__` registers `cos_sin_cache.to(dtype)` as a buffer, counted in weights)."""
+        rows = sum(self.rotary_cache_rows) or self.max_position_embeddings
+        return rows * (self.rotary_dim or self.head_dim) * self.dtype_bytes
 
     @property
     def checkpoint_dtype_bytes(self) -> int:

@@ -23,6 +23,7 @@ from colo.vllm.checkpoint.architecture import (
     MoeGeometry,
     VisionGeometry,
 )
+from colo.vllm.checkpoint.config_defaults import with_class_defaults
 from colo.vllm.checkpoint.quant_config import read_quantization
 from colo.vllm.checkpoint.quantization import UNQUANTIZED, QuantizationScheme
 
@@ -41,7 +42,12 @@ class HfConfig:
 
     @classmethod
     def of(cls, raw: Mapping[str, Any]) -> HfConfig:
-        return cls(raw, raw.get("text_config") or raw)
+        """The decoder's part with the keys it omits filled as transformers' config class fills them."""
+        text = raw.get("text_config")
+        if text:
+            return cls(raw, with_class_defaults(text))
+        top = with_class_defaults(raw)
+        return cls(top, top)
 
     @property
     def architecture(self) -> str:
@@ -182,6 +188,32 @@ def rotary_dim(cfg: Mapping[str, Any], head_dim: int) -> int:
         or 1.0
     )
     return int(head_dim * float(factor))
+
+
+# Rotary embeddings whose cache outgrows max_position_embeddings: `max_position x factor` rows
+# (`vllm/model_executor/layers/rotary_embedding/linear_scaling_rope.py::_compute_cos_sin_cache`, likewise
+# dynamic NTK; YaRN from `original_max_position_embeddings`, which get_rope passes as its max_position).
+SCALED_CACHE_ROPE_TYPES = ("linear", "dynamic")
+YARN_ROPE_TYPES = ("yarn", "deepseek_yarn")
+# Decoders whose sliding layers build a second cache with their own base (`rope_local_base_freq`) and no
+# scaling (`vllm/model_executor/models/gemma3.py::Gemma3Attention`).
+LOCAL_ROPE_MODEL_TYPES = ("gemma3_text",)
+
+
+def rotary_cache_rows(config: HfConfig, max_position: int, kinds: LayerKinds) -> tuple[int, ...]:
+    """Rows of each distinct cos/sin cache vLLM's get_rope builds for the decoder."""
+    cfg = config.text
+    scaling = cfg.get("rope_scaling")
+    rope: Mapping[str, Any] = scaling if isinstance(scaling, Mapping) else {}
+    kind, factor = rope.get("rope_type") or rope.get("type"), float(rope.get("factor") or 1.0)
+    if kind in SCALED_CACHE_ROPE_TYPES:
+        rows = int(max_position * factor)
+    elif kind in YARN_ROPE_TYPES:
+        rows = int(int(rope.get("original_max_position_embeddings") or max_position) * factor)
+    else:
+        rows = max_position
+    local = kinds.sliding > 0 and cfg.get("model_type") in LOCAL_ROPE_MODEL_TYPES
+    return (rows, max_position) if local else (rows,)
 
 
 def _sparse_layers(cfg: Mapping[str, Any], layers: int) -> int:
@@ -456,6 +488,7 @@ def from_hf_config(
         vision_parameters=vision_parameters(config, dims.hidden_size),
         vision=vision_geometry(config, dims.hidden_size, side_files),
         rotary_dim=attention.rotary_dim,
+        rotary_cache_rows=rotary_cache_rows(config, dims.max_position_embeddings, kinds),
         quantization=quantization.method,
         quant_scheme=quantization,
         model_type=str(config.top.get("model_type") or config.text.get("model_type") or ""),

@@ -22,7 +22,7 @@ from colo.catalog import GpuSpec
 from colo.vllm.checkpoint.architecture import ModelArchitecture
 from colo.vllm.checkpoint.quant_matching import module_format
 from colo.vllm.checkpoint.quant_methods import ResolvedQuantization, log_informed, resolve_quantization
-from colo.vllm.checkpoint.quantization import WeightFormat
+from colo.vllm.checkpoint.quantization import UNQUANTIZED, WeightFormat
 from colo.vllm.process.pipeline import Stage
 from colo.vllm.process.quant_bytes import Layout, linear_checkpoint_bytes, linear_gpu_bytes
 from colo.vllm.process.weight_modules import (
@@ -295,6 +295,24 @@ class _ArchKey:
         return isinstance(other, _ArchKey) and repr(self.arch) == repr(other.arch)
 
 
+def with_stored_width(arch: ModelArchitecture) -> ModelArchitecture:
+    """A full-precision checkpoint with its element width as its files hold it, where exact bytes were read.
+
+    config.json's dtype names what the model was saved as; a checkpoint exported again later (16-bit
+    safetensors beside a float32 save) keeps that name. vLLM casts every tensor to the model dtype as it loads,
+    so the width only decides how the file's bytes turn into parameters: 2 or 4 bytes, whichever the exact
+    byte count per parameter of the geometry lies nearer."""
+    if arch.checkpoint_bytes is None or arch.quant_scheme != UNQUANTIZED:
+        return arch
+    parameters = parameter_parts(arch, pooling=False, load_mtp=True).total
+    if parameters <= 0:
+        return arch
+    stored = 4 if arch.checkpoint_bytes / parameters > 3 else 2
+    if stored == arch.checkpoint_dtype_bytes:
+        return arch
+    return replace(arch, checkpoint_dtype="float32" if stored == 4 else "bfloat16")
+
+
 @lru_cache(maxsize=4096)
 def _estimate(
     key: _ArchKey,
@@ -306,7 +324,7 @@ def _estimate(
     vllm_version: str | None,
     stage: Stage | None,
 ) -> WeightEstimate:
-    arch = key.arch
+    arch = with_stored_width(key.arch)
     resolved = _resolved(arch, gpu_capability, vllm_version)
     capability = gpu_capability or (9, 0)
     layout = Layout(
@@ -342,10 +360,9 @@ def _loaded_weights(
 ) -> WeightEstimate:
     flags = {"pooling": pooling, "load_mtp": load_mtp}
     tally = _stage_bytes(arch, resolved, layout, tensor_parallel_size, stage, **flags)
-    rotary_dim = arch.rotary_dim or arch.head_dim
-    # get_rope caches one rotary embedding per process: on every stage that holds an attention layer
+    # get_rope caches each distinct rotary embedding once per process: on every stage with an attention layer
     attention_free = arch.encoder_only or (stage is not None and stage.layers == 0)
-    rotary = 0 if attention_free else arch.max_position_embeddings * rotary_dim * arch.dtype_bytes
+    rotary = 0 if attention_free else arch.rotary_cache_bytes
     detail = {**tally.gpu, "rotary": rotary}
     rank_bytes = sum(detail.values())
     parameters = parameter_parts(arch, pooling=pooling, load_mtp=load_mtp).total
@@ -366,7 +383,7 @@ def _loaded_weights(
     unexplained = loaded - sum(whole.checkpoint.values())
     if resolved.method == "none" and arch.checkpoint_dtype_bytes != arch.dtype_bytes:
         unexplained = unexplained * arch.dtype_bytes // arch.checkpoint_dtype_bytes  # cast like the rest
-    whole_rotary = 0 if arch.encoder_only else arch.max_position_embeddings * rotary_dim * arch.dtype_bytes
+    whole_rotary = 0 if arch.encoder_only else arch.rotary_cache_bytes
     detail["checkpoint_residual"] = unexplained * rank_bytes // (sum(whole.gpu.values()) + whole_rotary)
     return WeightEstimate(
         rank_bytes + detail["checkpoint_residual"], parameters, "safetensors", detail, resolved.method

@@ -227,3 +227,43 @@ def test_equal_questions_get_the_same_answer_and_a_changed_checkpoint_a_new_one(
         estimate_weights(arch, gpu=gpu("L40S"), vllm_version="0.20.0", tensor_parallel_size=2).bytes
         < first.bytes
     )
+
+
+def test_gemma3s_scaled_global_rope_and_its_local_rope_each_hold_a_cache() -> None:
+    """Linear scaling builds max_position x factor rows (linear_scaling_rope.py::_compute_cos_sin_cache); the
+    sliding layers' own base builds a second cache of max_position rows (gemma3.py::Gemma3Attention)."""
+    from tests.vllm.checkpoint.test_config_defaults import GEMMA3_4B
+
+    arch = from_hf_config(GEMMA3_4B, "google/gemma-3-4b-it")
+    assert arch.rotary_cache_rows == (131072 * 8, 131072)
+    assert estimate_weights(arch).detail["rotary"] == (131072 * 9) * 256 * 2
+
+
+@pytest.mark.parametrize(
+    ("rope_scaling", "rows"),
+    [
+        (None, 2048),
+        ({"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 1024}, 2048),
+        ({"rope_type": "dynamic", "factor": 2.0}, 4096),
+        ({"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 512}, 2048),
+    ],
+)
+def test_one_rotary_cache_of_the_rows_its_rope_type_builds(rope_scaling: object, rows: int) -> None:
+    arch = from_hf_config({**TINY_CONFIG, "rope_scaling": rope_scaling}, "test/rope")
+    assert arch.rotary_cache_rows == (rows,)
+    assert estimate_weights(arch).detail["rotary"] == rows * 16 * 2
+
+
+def test_a_float32_label_on_16_bit_files_is_read_by_the_files_bytes() -> None:
+    """vLLM runs a float32-labelled checkpoint in 16 bits; whether its files hold 2 or 4 bytes a parameter,
+    the weights on the GPU are the same."""
+    arch = from_hf_config({**TINY_CONFIG, "torch_dtype": "float32"}, "test/fp32-label").served_in("bfloat16")
+    geometry = estimate_weights(arch)
+    parameters = geometry.parameters
+    as_16_bit = replace(
+        arch, checkpoint_bytes=2 * parameters, checkpoint_bytes_by_part={"model": 2 * parameters}
+    )
+    as_32_bit = replace(
+        arch, checkpoint_bytes=4 * parameters, checkpoint_bytes_by_part={"model": 4 * parameters}
+    )
+    assert estimate_weights(as_16_bit).bytes == estimate_weights(as_32_bit).bytes == geometry.bytes
