@@ -92,6 +92,27 @@ class Engine:
         return {str(resource["type"]) for resource in resources}
 
 
+@dataclass(frozen=True)
+class Deployed:
+    """A preview, then an up, of one stack rendering into `rendered`."""
+
+    project: Path
+    rendered: Path
+    preview: Outcome
+    files_after_preview: list[Path]
+    up: Outcome
+
+
+def preview_then_up(
+    engine: Engine, stack: str, project: Path, rendered: Path, program: Path | None = None
+) -> Deployed:
+    """`pulumi preview` (which must write nothing) and then `pulumi up` of the stack, each in its own process."""
+    preview = engine.run("preview", stack, project, rendered, program=program)
+    files = sorted(p for p in rendered.rglob("*") if p.is_file()) if rendered.exists() else []
+    up = engine.run("up", stack, project, rendered, program=program)
+    return Deployed(project, rendered, preview, files, up)
+
+
 def project_copy(destination: Path, stacks: dict[str, Path]) -> Path:
     """Pulumi.yaml and the given stack files (name -> source) in a fresh project directory: the engine
     writes the stack's encryption salt and the render directory into the stack file it uses."""

@@ -4,41 +4,25 @@ that does not fit fails the preview with colo's message and leaves nothing of th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from colo.diff.objects import Manifest
-from colo.inline_engine import Outcome
 from colo.mock_run import run_program
 from colo.render import write_render
-from tests.engine.conftest import Engine
+from tests.engine.conftest import Deployed, Engine, preview_then_up
 from tests.engine.objects import fields_that_differ, objects_in
 from tests.examples.example_project import PAIR_TYPE, STACK, TOO_LONG, example_copy, example_stack
 
 pytestmark = [pytest.mark.engine, pytest.mark.xdist_group("engine")]
 
 
-@dataclass(frozen=True)
-class Deployed:
-    project: Path
-    rendered: Path
-    preview: Outcome
-    files_after_preview: list[Path]
-    up: Outcome
-
-
 @pytest.fixture(scope="module")
 def deployed(engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Deployed:
     root = tmp_path_factory.mktemp("engine-example")
     project = example_copy(root / "project")
-    rendered = root / "rendered"
-    program = project / "__main__.py"
-    preview = engine.run("preview", STACK, project, rendered, program=program)
-    files = sorted(p for p in rendered.rglob("*") if p.is_file()) if rendered.exists() else []
-    up = engine.run("up", STACK, project, rendered, program=program)
-    return Deployed(project, rendered, preview, files, up)
+    return preview_then_up(engine, STACK, project, root / "rendered", program=project / "__main__.py")
 
 
 @pytest.fixture(scope="module")

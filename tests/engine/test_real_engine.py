@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import shutil
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,7 @@ import yaml
 from colo.cli import main
 from colo.diff.objects import Manifest
 from colo.inline_engine import Outcome, Step
-from tests.engine.conftest import Engine, project_copy
+from tests.engine.conftest import Deployed, Engine, preview_then_up, project_copy
 from tests.engine.objects import fields_added, fields_that_differ, objects_in
 from tests.paths import REPO_ROOT
 
@@ -49,24 +48,11 @@ def stack_file_with(path: Path, **changes: object) -> dict[str, object]:
     return source
 
 
-@dataclass(frozen=True)
-class Deployed:
-    project: Path
-    rendered: Path
-    preview: Outcome
-    files_after_preview: list[Path]
-    up: Outcome
-
-
 @pytest.fixture(scope="module")
 def deployed(engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Deployed:
     root = tmp_path_factory.mktemp("engine-local")
     project = project_copy(root / "project", {"local": LOCAL})
-    rendered = root / "rendered"
-    preview = engine.run("preview", "local", project, rendered)
-    files_after_preview = sorted(p for p in rendered.rglob("*") if p.is_file()) if rendered.exists() else []
-    up = engine.run("up", "local", project, rendered)
-    return Deployed(project, rendered, preview, files_after_preview, up)
+    return preview_then_up(engine, "local", project, root / "rendered")
 
 
 @pytest.fixture(scope="module")
