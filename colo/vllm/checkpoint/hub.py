@@ -36,6 +36,11 @@ from colo.vllm.checkpoint.hub_record import HubRecord, Listing
 from colo.vllm.checkpoint.hub_settings import HubSettings
 from colo.vllm.checkpoint.safetensors import INDEX_FILE, MAX_INDEX_BYTES
 
+# The way round the Hub, in the words of both places a model is named: a stack and `colo estimate`.
+LOCAL_CONFIG_FIX = (
+    "size it from a local config.json instead (a server's `profile`, or `colo estimate --model PATH`)"
+)
+
 CONFIG_FILE = "config.json"
 SINGLE_FILE = "model.safetensors"
 DEFAULT_REVISION = "main"
@@ -119,7 +124,7 @@ def _sentence(settings: HubSettings, repo_id: str, revision: str, exc: Exception
     return (
         f"cannot reach the Hugging Face Hub at {settings.endpoint} ({type(exc).__name__}) and {repo_id} at revision "
         f"'{revision}' is not in the cache ({settings.cache_dir}): read it once with the Hub reachable (set "
-        "HF_ENDPOINT for a mirror, and HTTPS_PROXY where one is needed), or set `profile` to a local config.json"
+        f"HF_ENDPOINT for a mirror, and HTTPS_PROXY where one is needed), or {LOCAL_CONFIG_FIX}"
     )
 
 
@@ -270,7 +275,7 @@ def _refuse_unreadable(listing: Listing) -> None:
         raise HubError(
             f"{listing.repo_id} holds GGUF files only ({', '.join(ggufs[:3])}{', ...' if len(ggufs) > 3 else ''}) "
             "and no config.json: colo sizes a checkpoint from its config.json, as vLLM reads a Transformers "
-            "checkpoint; name the original repository the GGUF was made from, or set `profile` to its config.json"
+            f"checkpoint; name the original repository the GGUF was made from, or {LOCAL_CONFIG_FIX}"
         )
     raise HubError(
         f"{listing.repo_id} at {listing.commit} has no config.json, so vLLM cannot load it as a model: check the id "
