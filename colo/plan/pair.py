@@ -39,6 +39,7 @@ from colo.vllm import (
     kv_cache_memory_bytes_missing,
     named_model,
     plan_gpu,
+    reranker_refusal,
     resolve_architecture,
     resolve_limits,
     rules_for,
@@ -203,6 +204,8 @@ def refusal_problems(checked: list[CheckedServer], gpu_spec: GpuSpec) -> list[Pr
         )
         for refusal in vllm_refusals(server.rules, arch, gpu_spec, settings):
             problems.append(Problem(f"{server.path}.{refusal.key}", refusal.message))
+        if server.role is Role.RERANKER and (unscored := reranker_refusal(arch, spec.vllm.version)):
+            problems.append(Problem(f"{server.path}.model", unscored))
         try:  # the GPU may lack what the checkpoint's method needs (FP8 below 8.0, say)
             resolve_architecture(
                 server.arch,

@@ -45,6 +45,7 @@ from colo.vllm.process.kv_cache import KV_DTYPE_BYTES
 from colo.vllm.process.model_dtype import served_architecture
 from colo.vllm.process.refusals import ALLOW_LONG_ENV, ServerSettings, vllm_refusals
 from colo.vllm.process.weights import parameter_parts
+from colo.vllm.rerank import reranker_refusal
 from colo.vllm.rules import (
     VllmRules,
     dtype_names,
@@ -111,6 +112,7 @@ __all__ = [
     "plan_gpu",
     "quant_release",
     "release_key",
+    "reranker_refusal",
     "resolve_architecture",
     "resolve_limits",
     "rules_for",

@@ -11,6 +11,7 @@ import json
 
 from colo.roles import ROLES, Role
 from colo.vllm.process.budget import ProcessBudget, ProcessSpec, capture_sizes_for
+from colo.vllm.rerank import reranker_overrides_argument
 
 
 def _number(value: float) -> str:
@@ -81,11 +82,19 @@ def _runner_args(spec: ProcessSpec, role: Role) -> list[str]:
     role_spec = ROLES[role]
     if not spec.pooling:
         return []
+    # a reranker published as a causal LM scores through hf_overrides, which make it a classifier already
+    overrides = reranker_overrides_argument(spec.arch) if role is Role.RERANKER else []
     if spec.rules.pooling_flag == "task":
         # before 0.10.1 there is no --runner (vllm 0.10.0 engine/arg_utils.py: only --task)
-        return ["--task", "embed" if role_spec.convert is None else "score"]  # a classifier scores
+        return [
+            "--task",
+            "embed" if role_spec.convert is None else "score",
+            *overrides,
+        ]  # a classifier scores
     # `--task embed` was removed in 0.13; `--runner pooling` exists since 0.10.1.
     args = ["--runner", "pooling"]
+    if overrides:
+        return args + overrides
     if role_spec.convert is not None:
         args += ["--convert", role_spec.convert]
     return args
