@@ -9,6 +9,8 @@ reads it. `remove` deletes every object `bring_up` made, waiting for the namespa
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -186,6 +188,23 @@ def nodes_ready(api: Api, names: list[str]) -> bool:
         if not any(c.type == "Ready" and c.status == "True" for c in status.conditions or []):
             return False
     return True
+
+
+@contextmanager
+def nodes_for_an_engine(api: Api, setup: StackSetup, manifests: list[dict[str, Any]]) -> Iterator[None]:
+    """The stack's nodes and other prerequisites applied and Ready, for an engine run to deploy its objects
+    onto; on leaving, the stack's namespaces (whatever the run left of them) and the prerequisites go again."""
+    made = prerequisites(setup, manifests)
+    for prerequisite in made:
+        api.apply(prerequisite)
+    try:
+        names = [m["metadata"]["name"] for m in made if m["kind"] == "Node"]
+        wait_until(lambda: nodes_ready(api, names), READY_WITHIN, f"nodes {names} to be Ready")
+        yield
+    finally:
+        api.delete_namespaces([m["metadata"]["name"] for m in manifests if m["kind"] == "Namespace"])
+        for prerequisite in reversed(made):
+            api.delete(prerequisite)
 
 
 def bring_up(

@@ -17,7 +17,7 @@ from tests.built_tools import PULUMI_ENGINE_SCRIPT, absence, bin_dir_of
 from tests.control_plane.api import Api, key_of, wait_until
 from tests.control_plane.engine import EngineOnCluster, Run, edit_stack_file, kubernetes_steps
 from tests.control_plane.evidence import record, step_summary
-from tests.control_plane.stacks import STACKS, nodes_ready, prerequisites, render
+from tests.control_plane.stacks import STACKS, nodes_for_an_engine, render
 from tests.control_plane.workloads import available
 from tests.engine.conftest import Engine, project_copy
 
@@ -81,12 +81,7 @@ def lifecycle(
     setup = STACKS["local"]
     root = tmp_path_factory.mktemp("engine-local")
     rendered = render(setup.stack_file, root / "render")
-    made = prerequisites(setup, rendered)
-    for obj in made:
-        api.apply(obj)
-    try:
-        names = [o["metadata"]["name"] for o in made if o["kind"] == "Node"]
-        wait_until(lambda: nodes_ready(api, names), 60, "the local stack's nodes Ready")
+    with nodes_for_an_engine(api, setup, rendered):
         project = project_copy(root / "project", {"local": setup.stack_file})
         up = engine_on_cluster.run("up", "local", project)
         after_up = snapshot(api, rendered)
@@ -111,10 +106,6 @@ def lifecycle(
             | {"left_in_state_after_destroy": sorted(state)},
         )
         yield Lifecycle(rendered, up, after_up, update, after_update, destroy, after_destroy, state)
-    finally:
-        api.delete_namespaces([m["metadata"]["name"] for m in rendered if m["kind"] == "Namespace"])
-        for obj in reversed(made):
-            api.delete(obj)
 
 
 def kind_of(type_token: str) -> str:
@@ -220,11 +211,8 @@ def test_provider_4_25_deploys_a_dra_stack_whose_claim_template_it_has_no_schema
     stack_file = dra_on_existing_nodes(tmp_path)
     setup = dataclasses.replace(STACKS["dev"], stack_file=stack_file)
     rendered = render(stack_file, tmp_path / "render")
-    made = prerequisites(setup, rendered)
-    for obj in made:
-        api.apply(obj)
     project = project_copy(tmp_path / "project", {"dra": stack_file})
-    try:
+    with nodes_for_an_engine(api, setup, rendered):
         up = engine_on_cluster.run("up", "dra", project).outcome
         assert up.succeeded, up.output
         (template,) = [m for m in rendered if m["kind"] == "ResourceClaimTemplate"]
@@ -233,7 +221,3 @@ def test_provider_4_25_deploys_a_dra_stack_whose_claim_template_it_has_no_schema
         destroy = engine_on_cluster.run("destroy", "dra", project).outcome
         assert destroy.succeeded, destroy.output
         assert not api.exists(template)
-    finally:
-        api.delete_namespaces(["colo-dev"])
-        for obj in reversed(made):
-            api.delete(obj)

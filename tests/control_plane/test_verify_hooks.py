@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from tests.built_tools import PULUMI_ENGINE_SCRIPT, absence, bin_dir_of
-from tests.control_plane.api import Api, wait_until
+from tests.control_plane.api import Api
 from tests.control_plane.cluster import ControlPlane
 from tests.control_plane.engine import EngineOnCluster, Run, edit_stack_file, kubernetes_steps
-from tests.control_plane.stacks import nodes_ready, prerequisites, render
+from tests.control_plane.stacks import nodes_for_an_engine, render
 from tests.control_plane.test_verify import a100_setup
 from tests.engine.conftest import Engine, project_copy
 
@@ -37,12 +37,7 @@ def runs(api: Api, control_plane: ControlPlane, tmp_path_factory: pytest.TempPat
     )
     setup = a100_setup(root)
     rendered = render(setup.stack_file, root / "render")
-    made = prerequisites(setup, rendered)
-    for obj in made:
-        api.apply(obj)
-    try:
-        nodes = [o["metadata"]["name"] for o in made if o["kind"] == "Node"]
-        wait_until(lambda: nodes_ready(api, nodes), 60, "the A100 node Ready")
+    with nodes_for_an_engine(api, setup, rendered):
         project = project_copy(root / "project", {"a100": setup.stack_file})
         created = engine.run("up", "a100", project)
 
@@ -53,10 +48,6 @@ def runs(api: Api, control_plane: ControlPlane, tmp_path_factory: pytest.TempPat
         updated = engine.run("up", "a100", project)
         destroyed = engine.run("destroy", "a100", project)
         yield Runs(created, updated, destroyed)
-    finally:
-        api.delete_namespaces([m["metadata"]["name"] for m in rendered if m["kind"] == "Namespace"])
-        for obj in reversed(made):
-            api.delete(obj)
 
 
 def test_after_the_deployment_is_created_the_engine_shows_the_comparison_within_tolerance(runs: Runs) -> None:
