@@ -73,6 +73,9 @@ class VllmRules(_Strict):
     cudagraph_estimate_subtracted: bool  # determine_available_memory takes the graph estimate off the KV pool
     has_kv_cache_memory_bytes: bool
     cublas_in_baseline: bool  # cuBLAS handles exist before the startup snapshot
+    # profile_cudagraph_memory runs inside memory_profiling's window, so the driver memory of the graphs it
+    # captures counts as non-torch growth (colo.vllm.process.non_torch)
+    graph_profile_in_memory_window: bool
     # --- tensor parallelism: what the distributed init creates, and when (docs §10)
     dist_init_before_snapshot: bool  # NCCL communicators and all-reduce buffers exist before the snapshot
     nccl_cumem: bool  # NCCL's cuMem allocator is on (vLLM forced NCCL_CUMEM_ENABLE=0 before 0.10.2)
@@ -263,8 +266,13 @@ class TpCommunicationByTopology(_Strict):
 class MeasuredConstants(_Strict):
     """Version-independent figures no source file states; rules.yaml says where each was measured."""
 
+    # The allowance for a PyTorch build no measurement covers, and the measured figures by PyTorch minor
+    # release (colo.vllm.process.non_torch): the startup's library state after the snapshot, and the part of it
+    # the first matmul makes (already in the baseline where the release creates the handles first)
     non_torch_growth_mib: int
     non_torch_growth_mib_cublas_in_baseline: int
+    non_torch_startup_mib_by_torch: dict[str, int]
+    cublas_first_use_mib_by_torch: dict[str, int]
     # CUDA graphs (colo.vllm.process.cudagraph): the driver's memory per instantiated graph (a PIECEWISE size
     # has one per layer piece) and per kernel node, the kernels of one decoder layer, the piece pool as a
     # multiple of the MLP's live activations, and the FA3 accumulator copies of the V2 runner's side-stream pool
