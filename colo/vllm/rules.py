@@ -151,6 +151,9 @@ class VllmRules(_Strict):
     skip_mm_profiling_flag: bool  # --skip-mm-profiling exists
     language_model_only_flag: bool  # --language-model-only exists
     zero_mm_limits_skip_tower: bool  # all-zero --limit-mm-per-prompt leaves the vision tower unbuilt
+    # how many maximum-size items profile_run encodes (colo.vllm.process.mm_profile): MultiModalBudget's
+    # encoder-budget rule, or one item (colo's earlier reading, kept where the budget code was not re-read)
+    mm_profile_batch: Literal["one_item", "encoder_budget"]
     error_names_device: bool
     uuid_in_cuda_visible_devices: bool  # CUDA_VISIBLE_DEVICES=GPU-<uuid> resolves (else an index is needed)
     # --- the model dtype, `--dtype` (ModelConfig's _get_and_verify_dtype; docs §15)
