@@ -59,8 +59,12 @@ class VisionGeometry:
     intermediate_size: int = 0
     num_heads: int = 0
     image_size: int = 0  # a fixed-resolution tower's input edge (SigLIP: 896)
-    tokens_per_image: int = 0  # embeddings a fixed-resolution tower hands the decoder per image (Gemma 3: 256)
-    video_max_pixels: int | None = None  # video_preprocessor_config.json's size.longest_edge (frames x pixels)
+    tokens_per_image: int = (
+        0  # embeddings a fixed-resolution tower hands the decoder per image (Gemma 3: 256)
+    )
+    video_max_pixels: int | None = (
+        None  # video_preprocessor_config.json's size.longest_edge (frames x pixels)
+    )
 
 
 @dataclass(frozen=True)

@@ -425,7 +425,9 @@ def vision_geometry(
         patch_size=int(vision.get("patch_size") or 14),
         temporal_patch_size=temporal,
         spatial_merge_size=int(vision.get("spatial_merge_size") or 1),
-        in_channels=int(vision.get("in_channels") or vision.get("num_channels") or vision.get("in_chans") or 3),
+        in_channels=int(
+            vision.get("in_channels") or vision.get("num_channels") or vision.get("in_chans") or 3
+        ),
         out_hidden_size=int(vision.get("out_hidden_size") or text_hidden),
         deepstack_layers=len(vision.get("deepstack_visual_indexes") or ()),
         modalities=("image", "video") if temporal > 1 else ("image",),

@@ -127,7 +127,9 @@ class ActivationPeak:
     sampler_bytes: int
     persistent_bytes: int = 0  # allocated during the profile and never freed (the Triton buffer)
     mm_kept_bytes: int = 0  # the encoder profile's image and outputs, alive through forward and sampler
-    mm_encoder_bytes: int = 0  # the encoder's own forward peak, which comes first (colo.vllm.process.mm_profile)
+    mm_encoder_bytes: int = (
+        0  # the encoder's own forward peak, which comes first (colo.vllm.process.mm_profile)
+    )
 
     @property
     def peak_bytes(self) -> int:
