@@ -127,6 +127,9 @@ class VllmRules(_Strict):
     mamba_blocks_per_request: Literal[
         "one_page", "max_model_len", "one_plus_spec", "two_plus_spec"
     ]  # MambaSpec's usage
+    # an explicit --enable-prefix-caching / --no-enable-prefix-caching picks mamba cache mode "align" / "none"
+    # for Gated DeltaNet hybrids (kv_cache.mamba_state_blocks)
+    mamba_align_on_prefix_caching: bool
     null_block_reserved: bool
     sliding_inflight_batches: int
     kv_error_wording: Literal["models_gb", "models_gib", "model_s"]  # _check_enough_kv_cache_memory's text
