@@ -710,6 +710,14 @@ class Budget(_Model):
     embedding_max_num_seqs: Annotated[int, Field(ge=1, le=65_536)] = 64
     embedding_concurrency: Annotated[float, Field(gt=0, le=65_536)] = 2.0
     llm_min_concurrency: Annotated[float, Field(gt=0, le=65_536)] = 1.0
+    kv_cache_sizing: Literal["measured", "pinned"] = Field(
+        default="measured",
+        description="From vLLM 0.34, how each KV pool is sized: `measured` lets vLLM size it after warm-up "
+        "(adapts to what the process really holds and never exceeds its request; the first boot of a new "
+        "configuration, with an empty compile cache, can get less), `pinned` passes the size colo plans as "
+        "--kv-cache-memory-bytes (the same pool on every boot, but nothing shrinks it if the process holds more "
+        "than planned). Releases before 0.34 size from the profile either way.",
+    )
     calibration: str | None = Field(
         default=None,
         description="A calibration file written by `colo verify --record`: the plan uses its observed "

@@ -279,6 +279,7 @@ def size_pair(checked: list[CheckedServer], gpu_spec: GpuSpec, budget: Budget) -
             process_spec(server, gpu_spec, budget),
             _eager_setting(server.spec),
             budget.embedding_concurrency if ROLES[server.role].pooling else budget.llm_min_concurrency,
+            pin_kv=budget.kv_cache_sizing == "pinned",
         )
         for server in checked
     ]
