@@ -101,6 +101,12 @@ def planned_figures(budget: ProcessBudget, *, summary_consumed: bool) -> dict[st
         planned["non_torch"] = _gib(budget.non_torch_bytes)
     if budget.capacity is not None:
         planned["kv_pool"] = _gib(budget.kv_bytes)
+        measured = budget.measured
+        if measured is not None:  # 0.34+: the profile's figure is the reserved range, the pool comes later
+            planned["kv_pool"] = _gib(measured.reserved_bytes)
+            planned["free_after_warmup"] = _gib(measured.free_after_warmup_bytes)
+            planned["kept_for_transients"] = _gib(measured.transient_bytes)
+            planned["kv_committed"] = _gib(budget.kv_bytes)
         planned["kv_tokens"] = budget.capacity.tokens
         planned["max_concurrency"] = round(budget.capacity.max_concurrency, 2)
         planned["num_gpu_blocks"] = budget.capacity.num_blocks
