@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import (
     AfterValidator,
+    BeforeValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -125,6 +126,20 @@ KvCacheMemoryBytes = Annotated[int, Field(gt=0, le=2**40)]
 NumSpeculativeTokens = Annotated[int, Field(ge=1, le=16)]
 TensorParallelSize = Annotated[int, Field(ge=1)]
 GpuMemoryMiB = Annotated[int, Field(ge=1024)]  # no GPU under 1 GiB holds a vLLM process
+
+
+def _capability_as_text(value: object) -> object:
+    """A YAML number (8.9, 12.0, 12) is the capability nvidia-smi prints as that text."""
+    if isinstance(value, float):
+        return f"{value:.1f}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value}.0"
+    return value
+
+
+# "8.9" as nvidia-smi's compute_cap prints it
+GpuComputeCapability = Annotated[str, BeforeValidator(_capability_as_text), Field(pattern=r"^\d{1,2}\.\d$")]
+
 VllmVersion = Annotated[str, AfterValidator(_release_number)]
 
 
@@ -587,6 +602,12 @@ class NodePool(_Model):
         description="The GPU's total memory as CUDA reports it, in MiB: torch.cuda.mem_get_info()[1] / 2**20, "
         "the device total vLLM prints (not nvidia-smi's memory.total, which is larger). For a GPU colo's "
         "catalog lacks; beside a catalog gpu it replaces the catalog's total",
+    )
+    gpu_compute_capability: GpuComputeCapability | None = Field(
+        default=None,
+        description="The GPU's CUDA compute capability as `nvidia-smi --query-gpu=compute_cap --format=csv` "
+        "prints it (8.0, 8.9, 12.0): required with gpuMemoryMiB for a GPU colo's catalog lacks, since vLLM picks "
+        "its kernels and weight layouts by it; beside a catalog gpu it must be the catalog's",
     )
     instance_type: Annotated[str, _checked(formats.instance_type_name)] = "g6e.xlarge"
     gpus_per_node: Annotated[int, Field(ge=1, le=16)] | None = Field(

@@ -183,7 +183,7 @@ def test_every_instance_type_names_a_catalog_gpu_and_ec2s_names_resolve_to_it() 
 
 
 def test_a_gpu_given_by_memory_takes_the_largest_context_and_sm_count_and_says_so() -> None:
-    spec = gpu_by_memory(30000)
+    spec = gpu_by_memory(30000, (8, 9))
     largest_context = max(int(e["context_mib"]) for e in RAW["gpus"].values() if "context_mib" in e)
     assert spec.cuda_total_bytes == 30000 * MIB
     assert spec.context_bytes == largest_context * MIB
@@ -191,6 +191,7 @@ def test_a_gpu_given_by_memory_takes_the_largest_context_and_sm_count_and_says_s
     assert not spec.from_catalog
     (assumption,) = spec.assumptions
     assert "not in colo's catalog" in assumption and f"{largest_context} MiB" in assumption
+    assert spec.compute_capability == (8, 9) and "compute capability 8.9 as given" in assumption
 
 
 def test_a_catalog_gpu_with_a_given_total_keeps_its_other_figures_and_notes_the_total() -> None:
@@ -207,7 +208,28 @@ def test_a_catalog_gpu_with_a_given_total_keeps_its_other_figures_and_notes_the_
 
 
 def test_an_unknown_name_with_memory_labels_a_gpu_given_by_memory() -> None:
-    spec = resolve_gpu("Radeon RX 7900 XTX", 24000)
-    assert spec.name == "Radeon RX 7900 XTX" and not spec.from_catalog
+    spec = resolve_gpu("Tesla V100-SXM2-32GB", 32501, "7.0")
+    assert spec.name == "Tesla V100-SXM2-32GB" and not spec.from_catalog
+    assert spec.compute_capability == (7, 0)
     with pytest.raises(GpuLookupError):
         resolve_gpu(None, None)
+
+
+def test_a_gpu_the_catalog_lacks_is_never_assumed_to_be_hopper() -> None:
+    for name in ("Tesla V100-SXM2-32GB", None):
+        with pytest.raises(GpuLookupError) as refused:
+            resolve_gpu(name, 32501)
+        assert "compute capability" in str(refused.value.args[0])
+    with pytest.raises(GpuLookupError):
+        resolve_gpu(None, 32501, "nine")
+
+
+def test_a_catalog_gpu_keeps_its_capability_and_refuses_another() -> None:
+    assert resolve_gpu("L4", None, "8.9") == gpu("L4")
+    with pytest.raises(GpuLookupError) as refused:
+        resolve_gpu("L4", None, "9.0")
+    assert "8.9" in str(refused.value.args[0])
+
+
+def test_a_size_written_with_g_alone_names_the_same_gpu() -> None:
+    assert gpu("A100 40G") == gpu("A100-40GB") and gpu("A100 80G") == gpu("A100-80GB")
