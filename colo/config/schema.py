@@ -14,8 +14,8 @@ from typing import Annotated, Literal
 
 from pydantic import (
     AfterValidator,
-    BeforeValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     SecretStr,
@@ -247,6 +247,12 @@ class VllmImage(_Model):
         description="The build facts of an image colo's catalog does not know (or leaves unstated); refused "
         "for one it knows",
     )
+    flashinfer_sampler: bool | None = Field(
+        default=None,
+        description="VLLM_USE_FLASHINFER_SAMPLER for the server: false samples top-k/top-p without FlashInfer "
+        "(the budget sizes that path); true where the release samples with FlashInfer by default and the image "
+        "carries it; omitted = the release's default",
+    )
 
     @field_validator("image")
     @classmethod
@@ -323,6 +329,41 @@ class VllmImage(_Model):
         if stated is None:
             stated = find_image(self.resolved_image).build.flashinfer
         return bool(stated)
+
+    @property
+    def sampler_flashinfer(self) -> bool:
+        """Whether the sampler may take FlashInfer: the image carries it and flashinferSampler does not turn
+        it off. The budget sizes the dummy sampler run by this (colo/vllm/process/activation.py)."""
+        return self.flashinfer_installed and self.flashinfer_sampler is not False
+
+    @model_validator(mode="after")
+    def _flashinfer_sampler_is_sized(self) -> VllmImage:
+        """`true` is the release's default where it samples with FlashInfer; where it does not (0.11.1-0.20:
+        "FlashInfer only with VLLM_USE_FLASHINFER_SAMPLER=1", colo/vllm/rules.yaml sampler_path sort/triton)
+        colo has no rule for the FlashInfer sampler, and an image without FlashInfer fails at the first sample
+        (vllm 0.33.0 v1/sample/ops/topk_topp_sampler.py::flashinfer_sampler_supported raises when it was asked
+        for)."""
+        if self.flashinfer_sampler is not True:
+            return self
+        try:
+            path = rules_for(self.version).sampler_path
+        except ValueError:
+            return self  # refused at vllm.version
+        if path in ("sort", "triton"):
+            raise ValueError(
+                f"vLLM {self.version} samples without FlashInfer by default and colo does not size its FlashInfer "
+                "sampler: drop flashinferSampler, or set it to false"
+            )
+        try:
+            installed = self.flashinfer_installed
+        except (ImageLookupError, UnknownImage):
+            return self  # the image itself is refused above
+        if not installed:
+            raise ValueError(
+                f"image {shown(self.resolved_image)} carries no FlashInfer (its build facts), so vLLM cannot sample "
+                "with it: drop flashinferSampler, or set it to false"
+            )
+        return self
 
 
 class Speculative(_Model):
