@@ -100,11 +100,15 @@ def _capability(text: str) -> tuple[int, int]:
 
 
 def _measured_total(entry: Mapping[str, Any]) -> int | None:
-    # vLLM prints round(bytes / 2**30, 2); a MiB figure, where known, is more precise and wins.
+    # vLLM prints round(bytes / 2**30, 2); a MiB figure, where known, is more precise and wins. nvidia-smi -q's
+    # FB total less its Reserved line is the same figure (NVML nvmlMemory_v2_t.reserved: memory "reserved for
+    # system use (driver or firmware)", outside what CUDA hands out).
     if "cuda_total_mib" in entry:
         return int(entry["cuda_total_mib"]) * MIB
     if "cuda_total_gib" in entry:
         return round(float(entry["cuda_total_gib"]) * GIB)
+    if "reserved_mib" in entry:
+        return (int(entry["nvidia_smi_total_mib"]) - int(entry["reserved_mib"])) * MIB
     return None
 
 
@@ -154,7 +158,9 @@ def _entry(name: str, raw: Mapping[str, Any], gap: tuple[int, str], cublas: int)
         compute_capability=_capability(raw["compute_capability"]),
         sm_count=int(raw["sm_count"]),
     )
-    aliases = (name, str(raw["device_name"]), *(str(a) for a in raw.get("aliases") or ()))
+    # A device name two cards share (the RTX 4060 Ti's 8 and 16 GB) is an alias of the one that states it.
+    named = (str(raw["device_name"]),) if raw.get("device_name_alias", True) else ()
+    aliases = (name, *named, *(str(a) for a in raw.get("aliases") or ()))
     return _Entry(spec, raw["segment"], aliases, "context_mib" in raw)
 
 

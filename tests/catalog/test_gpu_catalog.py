@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from colo.catalog import (
+    GIB,
     MIB,
     GpuLookupError,
     gpu,
@@ -137,11 +138,36 @@ def test_every_figure_of_every_gpu_names_its_source() -> None:
         assert spec.sm_count > 0 and spec.compute_capability >= (7, 5)
 
 
+def test_a_cuda_total_is_nvidia_smis_total_less_its_reserved_line() -> None:
+    """NVML's reserve ("reserved for system use (driver or firmware)") is what CUDA never hands out: the two
+    public checks in gpus.yaml's header, an H100 and an RTX A6000, land on the totals their prints show."""
+    for name, entry in RAW["gpus"].items():
+        if "reserved_mib" in entry and "cuda_total_mib" not in entry and "cuda_total_gib" not in entry:
+            expected = int(entry["nvidia_smi_total_mib"]) - int(entry["reserved_mib"])
+            assert gpu(name).cuda_total_bytes == expected * MIB, name
+            assert (
+                "Reserved" in gpu(name).sources["cuda_total"] or "reserve" in gpu(name).sources["cuda_total"]
+            )
+    assert round((81559 - 551) * MIB / GIB, 2) == 79.11 == round(gpu("H100-SXM").cuda_total_gib, 2)
+    assert round((46068 - 450) * MIB / GIB, 2) == 44.55 == round(gpu("RTX-A6000").cuda_total_gib, 2)
+
+
+def test_cards_sold_under_one_name_with_different_memory_are_told_apart_or_take_the_lower() -> None:
+    assert (
+        gpu("RTX 4060 Ti 16GB").cuda_total_bytes
+        > gpu("RTX 4060 Ti").cuda_total_bytes
+        == gpu("RTX 4060 Ti 8GB").cuda_total_bytes
+    )
+    assert gpu("NVIDIA GeForce RTX 4060 Ti").name == "RTX-4060-Ti-8GB"  # the name both print: the smaller
+    assert gpu("GH200").cuda_total_bytes == (97871 - 1103) * MIB
+    assert gpu("H100 NVL").cuda_total_bytes != gpu("H100 SXM").cuda_total_bytes
+
+
 def test_a_cuda_total_derived_from_nvidia_smi_subtracts_the_largest_measured_gap_and_says_so() -> None:
     measured = {
         name: gpu(name)
         for name, entry in RAW["gpus"].items()
-        if "cuda_total_mib" in entry or "cuda_total_gib" in entry
+        if "cuda_total_mib" in entry or "cuda_total_gib" in entry or "reserved_mib" in entry
     }
     largest_gap = max(
         g.nvidia_smi_total_mib * MIB - g.cuda_total_bytes for g in measured.values() if g.nvidia_smi_total_mib
