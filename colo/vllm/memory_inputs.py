@@ -48,6 +48,7 @@ class OptionClass:
 @dataclass(frozen=True)
 class EnvironmentClasses:
     derived: Mapping[str, str]  # variable -> the stack key (or secret) colo sets it from
+    harmless: Mapping[str, str]  # variable colo sets that changes no GPU memory -> why
     modelled: Mapping[str, str]  # variable -> how colo's rules follow the release's default
     outside_the_plan: tuple[str, ...]  # variables an image may set that colo does not size
 
@@ -83,6 +84,7 @@ def environment_classes() -> EnvironmentClasses:
     env = _data()["environment"]
     return EnvironmentClasses(
         derived={k: " ".join(str(v).split()) for k, v in env["derived"].items()},
+        harmless={k: " ".join(str(v).split()) for k, v in env["harmless"].items()},
         modelled={k: " ".join(str(v).split()) for k, v in env["modelled"].items()},
         outside_the_plan=tuple(env["outside_the_plan"]),
     )

@@ -7,11 +7,15 @@ file does not classify fails here, before colo can plan for it.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 
 import pytest
 
-from colo.plan.pair import vllm_env
+from colo.components.containers import SecretRef, server_env
+from colo.config import parse_stack_config
+from colo.plan.stack import make_plan
+from colo.stackfiles import load_stack
 from colo.vllm.extra_args import DERIVED, SECRETS, extra_arg_refusal
 from colo.vllm.memory_inputs import (
     MEMORY_WORDS,
@@ -112,13 +116,25 @@ def test_secrets_stay_secrets() -> None:
     assert "--api-key" in SECRETS and "--hf-token" in SECRETS
 
 
-def test_colo_sets_no_environment_variable_it_has_not_classified_as_derived() -> None:
+def test_colo_sets_no_vllm_environment_variable_it_has_not_classified() -> None:
     env = environment_classes()
-    assert set(env.derived) >= {
-        "VLLM_USE_FLASHINFER_SAMPLER",
-        "VLLM_ALLOW_LONG_MAX_MODEL_LEN",
-        "VLLM_API_KEY",
-    }
-    assert not set(env.derived) & set(env.modelled)
-    assert not (set(env.derived) | set(env.modelled)) & set(env.outside_the_plan)
-    assert vllm_env.__doc__  # the one place servers' vLLM variables are set (colo/plan/pair.py)
+    classified = set(env.derived) | set(env.harmless)
+    assert {"VLLM_USE_FLASHINFER_SAMPLER", "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "VLLM_API_KEY"} <= set(
+        env.derived
+    )
+    set_by_containers = {v.name for v in server_env([SecretRef("VLLM_API_KEY", "secret", "key")])}
+    assert {name for name in set_by_containers if name.startswith("VLLM_")} <= classified
+    raw = copy.deepcopy(load_stack("local").values)
+    llm = raw["pairs"][0]["llm"]
+    llm.update(
+        maxModelLen=50000, allowLongMaxModelLen=True, vllm={"version": "0.22.0", "flashinferSampler": False}
+    )
+    raw["pairs"][0]["embedding"]["vllm"] = {"version": "0.22.0"}
+    plan = make_plan(parse_stack_config(raw))
+    set_by_plan = {name for pair in plan.pairs for server in pair.servers for name, _ in server.env}
+    assert set_by_plan == {"VLLM_ALLOW_LONG_MAX_MODEL_LEN", "VLLM_USE_FLASHINFER_SAMPLER"}
+    assert set_by_plan <= classified
+    everything = classified | set(env.modelled) | set(env.outside_the_plan)
+    assert len(everything) == len(env.derived) + len(env.harmless) + len(env.modelled) + len(
+        env.outside_the_plan
+    )
