@@ -53,9 +53,23 @@ TERMS: tuple[Term, ...] = (
     Term("non_torch", "non-torch memory", "GiB", Tolerance(absolute=0.25)),
     Term("cuda_graph", "CUDA graph memory", "GiB", Tolerance(relative=0.30, absolute=0.25)),
     Term("kv_pool", "Available KV cache memory", "GiB", Tolerance(relative=0.05, absolute=0.05)),
+    # 0.34+: the pool sized after warm-up ("Memory after warmup: ..."), beside the reservation above
+    Term("free_after_warmup", "Memory after warmup: free", "GiB", Tolerance(absolute=0.5)),
+    Term(
+        "kept_for_transients",
+        "kept for transient activations",
+        "GiB",
+        Tolerance(relative=0.25, absolute=0.25),
+    ),
+    Term(
+        "kv_committed",
+        "KV cache blocks committed after warmup",
+        "GiB",
+        Tolerance(relative=0.05, absolute=0.05),
+    ),
     Term("kv_tokens", "GPU KV cache size", "tokens", Tolerance(relative=0.05)),
     Term("max_concurrency", "Maximum concurrency", "x", Tolerance(relative=0.05, absolute=0.01)),
     Term("num_gpu_blocks", "num_gpu_blocks (vllm:cache_config_info)", "blocks", Tolerance(relative=0.05)),
-    Term("block_size", "block_size (vllm:cache_config_info)", "tokens", None),
+    Term("block_size", "block size (the hybrid one vLLM logs, else vllm:cache_config_info)", "tokens", None),
 )
 TERM = {term.key: term for term in TERMS}

@@ -9,6 +9,14 @@ sizes shrink, then the server falls back to eager mode, and the plan says so.
 Releases up to 0.9.0 budget globally: `total × util` caps everything on the GPU, the servers started before
 included, so a later server's utilization is cumulative (it must cover the earlier servers' memory too).
 Derived utilizations take that into account; an override that forgets it is refused with the value that works.
+
+From 0.34 vLLM sizes each pool after warm-up and no longer refuses an over-committed GPU: a server left unset
+takes the whole card, and one whose request exceeds what it finds free silently sizes its pool from the free
+memory instead (`vllm 0.34.0 v1/worker/extensible_kv_cache.py::measure_kv_cache_bytes`). colo therefore sets
+every utilization, leaves the GPU a slack of at least every server's vLLM margin (max(1 GiB, 0.75 × its
+transient)) so that each server's pool comes from its request, not from what its neighbours hold, and checks
+that any server restarted alone beside the others finds its own slot again. What vLLM no longer refuses, colo
+does, with the figures vLLM would log.
 """
 
 from __future__ import annotations
@@ -35,6 +43,10 @@ class ServerRequest:
     spec: ProcessSpec  # its gpu_memory_utilization is the override, or None to derive
     eager: str  # "auto", "true", "false"
     target_requests: float  # KV to hold: concurrent max_model_len requests
+    # Where vLLM sizes the pool after warm-up (0.34+): pin it with --kv-cache-memory-bytes at the planned size
+    # (identical on every boot, no self-correction) instead of letting vLLM measure it (adapts, bounded by
+    # the request; a cold compile cache's first boot gets less)
+    pin_kv: bool = False
 
 
 @dataclass(frozen=True)
@@ -45,6 +57,8 @@ class ServerPlan:
     utilization_derived: bool
     graph_decision: str
     notes: tuple[str, ...]
+    # the server with the graphs it was configured with: what a suggested utilization keeps them at
+    configured: ProcessBudget | None = None
 
     @property
     def utilization(self) -> float:
@@ -99,6 +113,16 @@ def _request_needed(probe: ProcessBudget, requests: float) -> int:
     growth, in-budget graphs and the KV target; under global accounting also what the GPU already holds and
     this process's context."""
     spec = probe.spec
+    if probe.measured is not None:  # sized after warm-up: what it holds, the transient kept free, the pool
+        geometry = geometry_for(spec)
+        assert geometry is not None
+        rounding = (geometry.slots or geometry.group_size) * _granule(probe)  # a granule a segment, at most
+        return (
+            probe.measured.non_kv_bytes
+            + probe.measured.transient_bytes
+            + _kv_target(spec, requests)
+            + rounding
+        )
     need = probe.weights_bytes + probe.activation_bytes + probe.non_torch_bytes
     if probe.graph_estimate_in_budget:
         need += probe.graphs.estimate_bytes
@@ -112,6 +136,17 @@ def _request_needed(probe: ProcessBudget, requests: float) -> int:
     return need
 
 
+def _granule(budget: ProcessBudget) -> int:
+    rules = budget.spec.rules.measured_kv_sizing
+    return rules.granule_mib * MIB if rules else 0
+
+
+def _vllm_margin(budget: ProcessBudget) -> int:
+    """The free memory vLLM keeps beyond a pool it sizes after warm-up: below it, the pool comes from what the
+    device has free rather than from the request (0 where the pool is sized from the profile)."""
+    return budget.measured.margin_bytes if budget.measured is not None else 0
+
+
 def _derive_small(spec: ProcessSpec, requests: float, free_before: int) -> ProcessSpec:
     """Utilization that covers what `_request_needed` lists."""
     probe = size_process(replace(spec, gpu_memory_utilization=0.5), free_before_bytes=free_before)
@@ -120,8 +155,13 @@ def _derive_small(spec: ProcessSpec, requests: float, free_before: int) -> Proce
 
 
 def _resident_limit_util(b: ProcessBudget, free_before: int, margin: int) -> float:
-    """The highest utilization whose process, context and out-of-budget graphs still leave `margin` free."""
-    return _util_down(free_before - b.resident_beyond_request_bytes - margin, b.spec.gpu.cuda_total_bytes)
+    """The highest utilization whose process, context and out-of-budget graphs still leave `margin` free; sized
+    after warm-up, also one whose request leaves the process its own vLLM margin at its snapshot, so that its
+    pool comes from the request and not from what the device has free."""
+    limit = free_before - b.resident_beyond_request_bytes - margin
+    if b.measured is not None:
+        limit = min(limit, free_before - b.context_bytes - b.measured.margin_bytes)
+    return _util_down(limit, b.spec.gpu.cuda_total_bytes)
 
 
 def _derive_last(spec: ProcessSpec, free_before: int, margin: int) -> ProcessSpec:
@@ -131,8 +171,19 @@ def _derive_last(spec: ProcessSpec, free_before: int, margin: int) -> ProcessSpe
     return replace(spec, gpu_memory_utilization=min(util, 0.99))
 
 
+def _pinned(budget: ProcessBudget, free_before: int) -> ProcessBudget:
+    """The server with its pool pinned at the size vLLM would measure (`--kv-cache-memory-bytes`, which turns
+    the extensible KV cache off); its utilization stays, for the startup check that returns with it."""
+    if budget.measured is None or budget.capacity is None or budget.kv_bytes <= 0:
+        return budget
+    pinned = replace(budget.spec, kv_cache_memory_bytes=budget.kv_bytes)
+    return size_process(pinned, free_before_bytes=free_before)
+
+
 def _fits(budget: ProcessBudget, free_before: int, margin: int, requests: float) -> bool:
     if not budget.ok or budget.footprint_bytes > free_before - margin:
+        return False
+    if budget.measured is not None and budget.measured.bound != "requested":
         return False
     return budget.capacity is None or budget.capacity.max_concurrency >= requests
 
@@ -168,14 +219,33 @@ def _size_one(request: ServerRequest, free_before: int, margin: int, last: bool)
         next((t for t in tried if _fits(t[0], free_before, 0, request.target_requests)), tried[-1]),
     )
     notes: list[str] = []
-    if decision != tried[0][1]:
-        notes.append(f"CUDA graphs with {tried[0][1].removeprefix('captured ')} do not fit: {decision}")
-    if decision == "eager (fallback)":
+    if not budget.weights_fit:  # the model cannot load: how its graphs would fare is beside the point
+        pass
+    elif decision != tried[0][1]:
         notes.append(
-            f"enforce-eager skips torch.compile and CUDA graphs: expect slower decoding (the field report "
-            f"measured TPOT {EAGER_TPOT_MS[0]} -> {EAGER_TPOT_MS[1]} ms)"
+            f"CUDA graphs with {tried[0][1].removeprefix('captured ')} do not fit: {decision}; "
+            f"{_decode_cost(decision)}"
         )
-    return ServerPlan(request.role, request.config_path, budget, derived, decision, tuple(notes))
+    elif decision == "eager (fallback)":
+        notes.append(_decode_cost(decision))
+    if request.pin_kv and budget.measured is not None:
+        budget = _pinned(budget, free_before)
+    return ServerPlan(
+        request.role, request.config_path, budget, derived, decision, tuple(notes), configured=tried[0][0]
+    )
+
+
+def _decode_cost(decision: str) -> str:
+    """What a graph fallback costs in decode speed, from the field report's measurement (an L40S pair)."""
+    slow, fast = EAGER_TPOT_MS[1], EAGER_TPOT_MS[0]
+    measured = f"the field report measured TPOT {slow} ms eager against {fast} ms with graphs, +{slow / fast - 1:.0%}"
+    if decision == "eager (fallback)":
+        return f"enforce-eager skips torch.compile and CUDA graphs: expect slower decoding ({measured})"
+    largest = decision.rsplit("[", 1)[-1].rstrip("])").split(",")[-1].strip()
+    return (
+        f"decode batches above {largest} sequences replay no CUDA graph and run as eager mode does ({measured}); "
+        f"smaller batches keep their speed"
+    )
 
 
 def _explain(server: ServerPlan, free_before: int, margin: int) -> list[Problem]:
@@ -183,7 +253,10 @@ def _explain(server: ServerPlan, free_before: int, margin: int) -> list[Problem]
     path = server.config_path
     gib = 1024**3
     problems: list[Problem] = []
-    limit = _resident_limit_util(b, free_before, margin)
+    # one suggestion for one config: the limit of the server as configured, whichever fallback was tried
+    limit = _resident_limit_util(server.configured or b, free_before, margin)
+    if b.measured is not None and b.measured.bound == "free" and b.capacity is not None:
+        problems.append(_free_bound_problem(server, free_before, limit))
     if not b.startup.ok:
         problems.append(
             Problem(
@@ -249,6 +322,80 @@ def _explain(server: ServerPlan, free_before: int, margin: int) -> list[Problem]
     return problems
 
 
+def _free_bound_problem(server: ServerPlan, free_before: int, limit: float) -> Problem:
+    """What vLLM 0.34 no longer refuses: a request beyond what the server finds free, which it meets by sizing
+    its pool from the free memory, so the pool depends on what its neighbours hold at that moment."""
+    b = server.budget
+    m = b.measured
+    assert m is not None
+    gib = 1024**3
+    requested_side = m.reserved_bytes if m.available_bytes < 0 else b.requested_bytes - m.non_kv_bytes
+    return Problem(
+        f"{server.config_path}.gpuMemoryUtilization",
+        f"vLLM {b.spec.vllm_version} would start this server without a refusal (with the extensible KV cache its "
+        f"request, {b.spec.utilization} or {b.requested_bytes / gib:.2f} GiB, is only a cap), but started after "
+        f"the servers before it hold {(b.spec.gpu.cuda_total_bytes - free_before) / gib:.2f} GiB it finds "
+        f"{m.free_seen_bytes / gib:.2f} GiB free and sizes its KV cache from that, less a margin of "
+        f"{m.margin_bytes / gib:.2f} GiB and {m.transient_bytes / gib:.2f} GiB kept for transients: "
+        f"{b.kv_bytes / gib:.2f} GiB where its request leaves room for "
+        f"{max(requested_side - m.transient_bytes, 0) / gib:.2f} GiB, and a size that moves with whatever its "
+        f"neighbours hold [fix: {_utilization_advice(limit)} or drop the override so colo derives it]",
+    )
+
+
+def restart_problems(plan: GpuPlan) -> list[Problem]:
+    """Every server sized after warm-up must find its own slot again when it restarts alone beside the others
+    at their planned footprints: the same pool, from its request rather than from what is free."""
+    problems: list[Problem] = []
+    total = plan.gpu.cuda_total_bytes
+    for index, server in enumerate(plan.servers):
+        b = server.budget
+        if b.measured is None or b.capacity is None or not b.ok:
+            continue
+        others = sum(s.budget.footprint_bytes for i, s in enumerate(plan.servers) if i != index)
+        again = size_process(b.spec, free_before_bytes=total - others)
+        if again.kv_bytes >= b.kv_bytes and again.ok:
+            continue
+        gib = 1024**3
+        tokens = again.capacity.tokens if again.capacity else 0
+        planned = b.capacity.tokens
+        error = f"; vLLM refuses it then: {again.errors[0]}" if again.errors else ""
+        problems.append(
+            Problem(
+                f"{server.config_path}.gpuMemoryUtilization",
+                f"would not restart into its own slot: restarted alone beside the other servers at their planned "
+                f"footprints it finds {(total - others - b.context_bytes) / gib:.2f} GiB free, and vLLM "
+                f"{b.spec.vllm_version} sizes its KV cache from that: {again.kv_bytes / gib:.2f} GiB "
+                f"({tokens} tokens) instead of the planned {b.kv_bytes / gib:.2f} GiB ({planned} tokens){error} "
+                f"[fix: lower the utilizations of the servers beside it, or drop the overrides so colo derives "
+                f"them with room for every server's restart]",
+            )
+        )
+    return problems
+
+
+def _shared_gpu_notes(server: ServerPlan) -> tuple[str, ...]:
+    """Why a server sized after warm-up carries an explicit utilization on a shared GPU, and the warning vLLM
+    prints for it (`measure_kv_cache_blocks`: 0.7 < utilization < 1.0 withholding at least 1 GiB)."""
+    b = server.budget
+    rules = b.spec.rules.measured_kv_sizing
+    if b.measured is None or rules is None:
+        return ()
+    notes = [
+        f"utilization {b.spec.utilization} is set explicitly: on a shared GPU vLLM {b.spec.vllm_version} sizes "
+        f"its KV cache from what it finds free, and a server left unset would take the whole card "
+        f"({rules.default_gpu_memory_utilization})"
+    ]
+    withheld = b.measured.free_seen_bytes - b.measured.margin_bytes - b.requested_bytes
+    if rules.cap_warning_above < b.spec.utilization < 1.0 and withheld >= 1024**3:
+        notes.append(
+            f"vLLM will warn that gpu_memory_utilization={b.spec.utilization} keeps {withheld / 1024**3:.2f} GiB "
+            f"of free device memory out of this server's KV cache and suggest leaving it unset: expected here, "
+            f"that memory is the slack the other servers on this GPU need to restart into their slots"
+        )
+    return tuple(notes)
+
+
 def _utilization_advice(limit: float) -> str:
     """A utilization that fits, or, when none does, that the servers before this one already fill the GPU."""
     if limit > 0:
@@ -291,15 +438,18 @@ def _margin_fix(server: ServerPlan, margin: int) -> str:
 
 
 def plan_gpu(gpu: GpuSpec, requests: list[ServerRequest], safety_margin_mib: int) -> GpuPlan:
-    """Size the servers in start order; the last one takes what is left."""
+    """Size the servers in start order; the last one takes what is left. Where pools are sized after
+    warm-up, the slack left for the last server is also every earlier server's vLLM margin, so that each can
+    restart into its own slot."""
     margin = safety_margin_mib * MIB
     free = gpu.cuda_total_bytes
     servers: list[ServerPlan] = []
     problems: list[Problem] = []
     for index, request in enumerate(requests):
         last = index == len(requests) - 1
-        server = _size_one(request, free, margin, last)
-        problems += _explain(server, free, margin)
+        slack = max([margin, *(_vllm_margin(s.budget) for s in servers)]) if last else margin
+        server = _size_one(request, free, slack, last)
+        problems += _explain(server, free, slack)
         if (
             server.budget.capacity is not None
             and server.budget.ok
@@ -316,4 +466,9 @@ def plan_gpu(gpu: GpuSpec, requests: list[ServerRequest], safety_margin_mib: int
             )
         servers.append(server)
         free -= server.budget.footprint_bytes
-    return GpuPlan(gpu, tuple(servers), margin, tuple(problems))
+    if len(servers) > 1:
+        servers = [replace(s, notes=(*s.notes, *_shared_gpu_notes(s))) for s in servers]
+    plan = GpuPlan(gpu, tuple(servers), margin, tuple(problems))
+    if any(p.path.endswith(".gpuMemoryUtilization") for p in problems):
+        return plan  # an override already refused: its restart would only repeat the finding
+    return replace(plan, problems=(*problems, *restart_problems(plan)))

@@ -58,12 +58,34 @@ class BatchTier(_Strict):
         return total_bytes >= self.min_gib * GIB and named and not excluded
 
 
+class MeasuredKvSizing(_Strict):
+    """The extensible KV cache (0.34+): address space reserved at the profiled size, physical pages committed
+    after warm-up and CUDA-graph capture, sized from the memory measured then
+    (`vllm 0.34.0 v1/worker/extensible_kv_cache.py::measure_kv_cache_bytes, measure_kv_cache_blocks`)."""
+
+    # resolved_gpu_memory_utilization with the cache on (config/cache.py): a server left unset takes the card
+    default_gpu_memory_utilization: float
+    margin_floor_mib: int  # KV_CACHE_MARGIN_FLOOR_BYTES on CUDA: kept free beyond the transients
+    margin_fraction: float  # KV_CACHE_MARGIN_FRACTION of the transient peak, when larger than the floor
+    torch_cap_reserve_mib: int  # KV_CACHE_NON_TORCH_RESERVE_BYTES: torch's allocator is capped to leave it
+    granule_mib: int  # utils/extensible_tensor.py::granule_size: pages are committed per segment in granules
+    # a utilization in (low, 1.0) that withholds at least 1 GiB draws "gpu_memory_utilization=... caps this
+    # instance" (measure_kv_cache_blocks)
+    cap_warning_above: float
+
+
 class VllmRules(_Strict):
     """What changed between releases; rules.yaml cites the source of every value."""
 
     first: str
     last: str
     default_gpu_memory_utilization: float
+    # None: the KV pool is sized from the profile (determine_available_memory); else after warm-up (0.34+),
+    # unless --kv-cache-memory-bytes pins it
+    measured_kv_sizing: MeasuredKvSizing | None
+    default_block_size: (
+        int  # CacheConfig.DEFAULT_BLOCK_SIZE: tokens a KV block holds unless a backend asks more
+    )
     # --- the KV budget (docs/vllm-memory-rules.md §1-2)
     # global: kv = total * util - everything held on the device after profiling (other processes included);
     # per_instance: kv = total * util - this process's own growth since its startup snapshot.

@@ -40,7 +40,9 @@ def budget_view(b: ProcessBudget) -> dict[str, Any]:
         "cuda_graph_estimate_gib": in_gib(b.graphs.estimate_bytes),
         "cuda_graphs": b.graphs.count,
         "cuda_graph_in_budget": b.graph_estimate_in_budget,
+        "kv_cache_sizing": b.sizing,
         "kv_cache_gib": in_gib(b.kv_bytes),
+        "memory_after_warmup": _after_warmup(b),
         "kv_tokens": b.capacity.tokens if b.capacity else 0,
         "max_concurrency": round(b.capacity.max_concurrency, 2) if b.capacity else 0.0,
         "num_gpu_blocks": b.capacity.num_blocks if b.capacity else 0,
@@ -50,6 +52,21 @@ def budget_view(b: ProcessBudget) -> dict[str, Any]:
         "footprint_mib": round(b.footprint_bytes / MIB),
         "errors": list(b.errors),
         "calibration": spec.calibration.view() if spec.calibration else None,
+    }
+
+
+def _after_warmup(b: ProcessBudget) -> dict[str, Any] | None:
+    """The figures of 0.34's "Memory after warmup" line, where the pool is sized after warm-up."""
+    m = b.measured
+    if m is None:
+        return None
+    return {
+        "available_kv_cache_gib": in_gib(m.reserved_bytes),  # the profile's figure: the reserved range
+        "free_gib": in_gib(m.free_after_warmup_bytes),
+        "kept_for_transients_gib": in_gib(m.transient_bytes),
+        "margin_gib": in_gib(m.margin_bytes),
+        "sized_from": m.bound,
+        "kv_cache_blocks": b.capacity.num_blocks if b.capacity else 0,
     }
 
 

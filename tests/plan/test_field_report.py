@@ -136,7 +136,7 @@ def test_when_nothing_but_eager_fits_the_plan_says_so_with_the_decode_cost() -> 
     plan = make_plan(parse_stack_config(raw))
     moe = next(p for p in plan.pairs if p.name == "qwen35b-moe").llm.memory_plan
     assert moe.graph_decision == "eager (fallback)"
-    assert any("55 -> 88 ms" in note for note in moe.notes)
+    assert any("TPOT 88 ms eager against 55 ms with graphs, +60%" in note for note in moe.notes)
 
 
 def test_reduced_capture_sizes_reach_vllm_as_one_valid_json_argument() -> None:

@@ -201,3 +201,20 @@ def activation_peak(
         mm_kept_bytes,
         mm_encoder_bytes,
     )
+
+
+PROMPT_LOGPROB_CHUNK = 1024  # v1/worker/gpu/sample/prompt_logprob.py CHUNK_SIZE (0.34)
+
+
+def sizing_step_bytes(
+    arch: ModelArchitecture, *, max_num_batched_tokens: int, max_model_len: int, forward_bytes: int
+) -> int:
+    """The transient of 0.34's KV-sizing warm-up step beyond what the profile measured: a real step of
+    max_num_batched_tokens with attention, whose prompt requests the default 20 prompt logprobs
+    (`vllm 0.34.0 v1/worker/gpu/warmup.py::run_kv_cache_sizing_warmup`). Its logits are computed 1,024 prompt
+    rows at a time beside the step's hidden states (`compute_prompt_logprobs_with_chunking`: model-dtype logits,
+    a 20-wide top-k, a Triton log-softmax that materialises nothing); the forward itself is the profile's."""
+    element = arch.dtype_bytes
+    rows = min(PROMPT_LOGPROB_CHUNK, max_num_batched_tokens, max_model_len)
+    hidden = max_num_batched_tokens * arch.hidden_size * element
+    return max(forward_bytes, hidden + rows * arch.vocab_size * element)

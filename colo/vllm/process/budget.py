@@ -15,6 +15,15 @@ there is no startup check, and `total × util` caps everything on the device, ot
     KV pool:                                          kv = total × util − others − context − non_torch − weights − activation
     footprint:                                        total × util − others + graphs + post
 
+From 0.34 the extensible KV cache sizes the pool after warm-up and CUDA-graph capture unless
+--kv-cache-memory-bytes pins it (`vllm 0.34.0 v1/worker/extensible_kv_cache.py::measure_kv_cache_bytes`); there
+is no startup check, and the utilization (1.0 when unset) is only a cap:
+
+    non_kv:                                           weights + non_torch + graphs (as captured) + persistent
+    KV pool:                                          kv = min(requested − non_kv, free_seen − non_kv − margin)
+                                                           − transient,   margin = max(1 GiB, 0.75 × transient)
+    footprint:                                        context + non_kv + kv + transient (≤ context + requested)
+
 At tensor parallel N every figure is one rank's; tp_comm says what the communicators add, and when.
 Encoder-only models have no KV cache, so vLLM skips the profiling step: util only gates the startup check,
 and the footprint is context + weights + activations + non-torch.
@@ -24,6 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from math import ceil
+from typing import Literal
 
 from colo.catalog import GIB, MIB, GpuSpec
 from colo.vllm.calibration import AppliedCalibration
@@ -33,12 +43,14 @@ from colo.vllm.process.activation import (
     activation_peak,
     encoder_profile_kept_bytes,
     sampler_profile,
+    sizing_step_bytes,
 )
 from colo.vllm.process.cudagraph import GraphPlan, GraphSetting, default_capture_sizes, graph_memory
 from colo.vllm.process.engine_limits import EngineLimits
 from colo.vllm.process.kv_cache import (
     KvCapacity,
     KvGeometry,
+    committed_blocks,
     kv_bytes_for_requests,
     kv_capacity,
     kv_geometry,
@@ -87,8 +99,21 @@ class ProcessSpec:
     calibration: AppliedCalibration | None = None  # what a calibration changed, for the plan to show
 
     @property
+    def measured_kv(self) -> bool:
+        """0.34's extensible KV cache sizes the pool after warm-up; --kv-cache-memory-bytes turns it off
+        (`vllm 0.34.0 config/vllm.py::_resolve_extensible_kv_cache`)."""
+        return self.rules.measured_kv_sizing is not None and self.kv_cache_memory_bytes is None
+
+    @property
     def utilization(self) -> float:
-        return self.gpu_memory_utilization or self.rules.default_gpu_memory_utilization
+        """The flag, or `resolved_gpu_memory_utilization`: 1.0 under the extensible KV cache, else the
+        release's default (`vllm 0.34.0 config/cache.py`)."""
+        if self.gpu_memory_utilization:
+            return self.gpu_memory_utilization
+        measured = self.rules.measured_kv_sizing
+        if measured is not None and self.kv_cache_memory_bytes is None:
+            return measured.default_gpu_memory_utilization
+        return self.rules.default_gpu_memory_utilization
 
     @property
     def loads_mtp(self) -> bool:
@@ -142,8 +167,9 @@ class ProcessSpec:
 
     @property
     def graph_estimate_subtracted(self) -> bool:
-        """Whether `determine_available_memory` takes the CUDA-graph estimate off the KV pool."""
-        if self.enforce_eager or self.kv_cache_memory_bytes is not None:
+        """Whether `determine_available_memory` takes the CUDA-graph estimate off the KV pool (under the
+        extensible KV cache the estimate is 0: the capture is measured after warm-up)."""
+        if self.enforce_eager or self.kv_cache_memory_bytes is not None or self.measured_kv:
             return False
         if not self.rules.cudagraph_estimate_subtracted:
             return False
@@ -156,6 +182,31 @@ class StartupCheck:
     requested_bytes: int
     ok: bool
     message: str
+
+
+@dataclass(frozen=True)
+class MeasuredSizing:
+    """How 0.34's extensible KV cache sized the pool after warm-up: the quantities of
+    `measure_kv_cache_bytes` and of its "Memory after warmup" log line."""
+
+    reserved_bytes: int  # the profile's figure, the address range reserved ("Available KV cache memory")
+    non_kv_bytes: int  # everything the process holds after warm-up and capture but the KV cache
+    transient_bytes: int  # max(transient peak, torch reservation growth): kept free for activations
+    margin_bytes: int  # max(1 GiB, 0.75 × transient peak): kept free of the device on the free-memory side
+    free_seen_bytes: int  # free memory at the process's startup snapshot (its neighbours' memory excluded)
+    bound: Literal["requested", "free"]  # which side of the min() sized the pool
+    available_bytes: int  # the pool before it is rounded to committed blocks (negative: none)
+    physical_bytes: int  # the committed blocks' pages, rounded up to granules per segment
+
+    @property
+    def free_after_warmup_bytes(self) -> int:
+        """ "Memory after warmup: X GiB free": the snapshot's free memory less non_kv and the null block."""
+        return self.free_seen_bytes - self.non_kv_bytes
+
+    def slack_for(self, requested: int) -> int:
+        """What the requested side leaves free beyond this process once it serves (its neighbours' memory
+        excluded): vLLM sizes from the free side once this is below the margin."""
+        return self.free_seen_bytes - requested
 
 
 @dataclass(frozen=True)
@@ -175,6 +226,14 @@ class ProcessBudget:
     errors: tuple[str, ...] = field(default_factory=tuple)
     others_bytes: int = 0  # what other processes hold when this one profiles (counts under global accounting)
     communication: TpCommunication = field(default_factory=TpCommunication)
+    measured: MeasuredSizing | None = None  # 0.34+: the pool sized after warm-up
+
+    @property
+    def sizing(self) -> Literal["profiled", "measured", "pinned"]:
+        """How vLLM sizes this pool: from the profile, after warm-up (0.34+), or as --kv-cache-memory-bytes."""
+        if self.measured is not None:
+            return "measured"
+        return "pinned" if self.spec.kv_cache_memory_bytes is not None else "profiled"
 
     @property
     def global_accounting(self) -> bool:
@@ -183,7 +242,10 @@ class ProcessBudget:
     @property
     def graphs_outside_budget_bytes(self) -> int:
         """Graph memory beyond what vLLM's budget took off the KV pool: all of it where the release subtracts
-        no estimate, else what the graphs hold beyond the estimate (negative where vLLM over-estimated)."""
+        no estimate, else what the graphs hold beyond the estimate (negative where vLLM over-estimated); none
+        where the pool is sized after warm-up, which measures the captured graphs inside the request."""
+        if self.measured is not None:
+            return 0
         return self.graphs.resident_bytes - (
             self.graphs.estimate_bytes if self.graph_estimate_in_budget else 0
         )
@@ -201,6 +263,10 @@ class ProcessBudget:
     @property
     def footprint_bytes(self) -> int:
         """Memory nvidia-smi attributes to this process once it serves."""
+        if self.measured is not None and self.capacity is not None:
+            m = self.measured
+            core = m.non_kv_bytes + m.physical_bytes + m.transient_bytes
+            return self.context_bytes + core + self.post_profile_bytes + self.communication.unbudgeted
         if self.capacity is None:  # no KV cache: nothing is reserved up to `requested`
             core = (
                 self.weights_bytes + self.activation_bytes + self.non_torch_bytes + self.graphs.resident_bytes
@@ -271,8 +337,9 @@ def capture_sizes_for(spec: ProcessSpec) -> list[int]:
 
 
 def _startup(spec: ProcessSpec, free_seen: int, requested: int) -> StartupCheck:
-    """`Worker.init_device` refuses to start when the free memory is below the request (0.9.1+)."""
-    ok = free_seen >= requested or not spec.rules.startup_check
+    """`Worker.init_device` refuses to start when the free memory is below the request (0.9.1+), except under
+    the extensible KV cache, where the request is only a cap (`vllm 0.34.0 v1/worker/utils.py::request_memory`)."""
+    ok = free_seen >= requested or not spec.rules.startup_check or spec.measured_kv
     message = (
         ""
         if ok
@@ -353,7 +420,7 @@ def graph_profile_blocks(spec: ProcessSpec) -> int:
     sizes = capture_sizes_for(spec)
     rule = spec.rules.graph_profile_min_blocks
     stub = spec.v2_model_runner and spec.rules.v2_estimate_zero  # V2's profile_cudagraph_memory returns 0
-    if rule == "none" or not sizes or stub or spec.kv_cache_memory_bytes is not None:
+    if rule == "none" or not sizes or stub or spec.kv_cache_memory_bytes is not None or spec.measured_kv:
         return 0
     largest = max(sizes)
     return min(spec.limits.max_num_seqs, largest) if rule == "min_seqs_capture" else largest
@@ -368,6 +435,9 @@ def graph_profile_kv_bytes(spec: ProcessSpec) -> int:
 def _after_startup_bytes(spec: ProcessSpec, consts: MeasuredConstants) -> int:
     """What the process holds beyond its budget once it serves: warm-up leftovers and, for a V2-runner generate
     server, what it grows by under load (rules.yaml v2_serving_growth_mib, measured)."""
+    # Under the extensible KV cache (0.34+) vLLM keeps its sizing steps' transient free inside the request and
+    # caps torch's allocator at what is then free less 512 MiB; whether those steps cover the growth measured
+    # on 0.22 under load is not known until a 0.34 server is measured, so the slot still holds it.
     grows = spec.v2_model_runner and not spec.pooling
     return (consts.post_profile_mib + (consts.v2_serving_growth_mib if grows else 0)) * MIB
 
@@ -396,7 +466,8 @@ def size_process(spec: ProcessSpec, *, free_before_bytes: int | None = None) -> 
         vllm_version=spec.vllm_version,
         stage=spec.stage,
     ).bytes
-    activation = _activation(spec, consts).peak_bytes
+    peak = _activation(spec, consts)
+    activation = peak.peak_bytes
     growth_mib = (
         consts.non_torch_growth_mib_cublas_in_baseline
         if spec.rules.cublas_in_baseline
@@ -412,7 +483,14 @@ def size_process(spec: ProcessSpec, *, free_before_bytes: int | None = None) -> 
         kv = requested - others - context - non_torch - weights - activation
     else:
         kv = requested - weights - activation - non_torch - (graphs.estimate_bytes if in_budget else 0)
-    capacity, errors = _kv_pool(spec, kv, weights)
+    measured = None
+    if spec.measured_kv and geometry_for(spec) is not None:
+        non_kv = weights + non_torch + graphs.resident_bytes + peak.persistent_bytes
+        measured = _measured_sizing(
+            spec, peak, reserved=kv, requested=requested, free_seen=free_before - context, non_kv=non_kv
+        )
+        kv = _committed_bytes(spec, measured)
+    capacity, errors = _kv_pool(spec, kv, weights, measured)
     temporary = graph_profile_kv_bytes(spec)
     if not errors and temporary and context + non_torch + weights + temporary > free_before:
         errors = [
@@ -436,7 +514,75 @@ def size_process(spec: ProcessSpec, *, free_before_bytes: int | None = None) -> 
         tuple(errors),
         others if spec.rules.kv_accounting == "global" else 0,
         communication,
+        measured,
     )
+
+
+def _measured_sizing(
+    spec: ProcessSpec, peak: ActivationPeak, *, reserved: int, requested: int, free_seen: int, non_kv: int
+) -> MeasuredSizing:
+    """`measure_kv_cache_bytes` (0.34): the request less what the process holds after warm-up and capture,
+    capped by the device's free memory less a margin, less the transient kept free. The transient is the
+    larger of the profile's (`transient_peak_headroom`, the allocated peak above what stays allocated) and the
+    KV-sizing warm-up step's, which generate models run and pooling models skip
+    (`run_mixed_prefill_decode_warmup` returns at once for them). Torch's reservation growth over a sizing step
+    is taken as its allocated peak: fragmentation beyond it is not modelled."""
+    rules = spec.rules.measured_kv_sizing
+    assert rules is not None
+    transient = peak.peak_bytes - peak.persistent_bytes
+    if not spec.pooling:
+        transient = max(
+            transient,
+            sizing_step_bytes(
+                spec.arch,
+                max_num_batched_tokens=spec.limits.max_num_batched_tokens,
+                max_model_len=spec.limits.max_model_len,
+                forward_bytes=peak.forward_bytes,
+            ),
+        )
+    margin = max(rules.margin_floor_mib * MIB, int(transient * rules.margin_fraction))
+    requested_side = requested - non_kv
+    free_side = free_seen - non_kv - margin
+    available = min(requested_side, free_side) - transient
+    physical = _physical_bytes(spec, _blocks_within(spec, available, reserved))
+    return MeasuredSizing(
+        reserved_bytes=reserved,
+        non_kv_bytes=non_kv,
+        transient_bytes=transient,
+        margin_bytes=margin,
+        free_seen_bytes=free_seen,
+        bound="requested" if requested_side <= free_side else "free",
+        available_bytes=available,
+        physical_bytes=physical,
+    )
+
+
+def _blocks_within(spec: ProcessSpec, available: int, reserved: int) -> int:
+    """Blocks whose granule-rounded pages fit `available`, never more than the reservation holds
+    (`finalize_extensible_kv_cache`: min of the measured count and the reserved capacity)."""
+    geometry = geometry_for(spec)
+    rules = spec.rules.measured_kv_sizing
+    assert geometry is not None and rules is not None
+    blocks = committed_blocks(geometry, available, rules.granule_mib * MIB)
+    return max(0, min(blocks, reserved // geometry.bytes_per_block))
+
+
+def _physical_bytes(spec: ProcessSpec, blocks: int) -> int:
+    """`physical_bytes_for`: every segment's pages rounded up to whole granules."""
+    geometry = geometry_for(spec)
+    rules = spec.rules.measured_kv_sizing
+    assert geometry is not None and rules is not None
+    granule = rules.granule_mib * MIB
+    page = max(b.page_bytes for b in geometry.buckets)
+    segments = geometry.slots or geometry.group_size
+    return segments * ceil(blocks * page / granule) * granule
+
+
+def _committed_bytes(spec: ProcessSpec, measured: MeasuredSizing) -> int:
+    """The committed blocks' bytes, as "N KV cache blocks (X GiB)" counts them (blocks × bytes per block)."""
+    geometry = geometry_for(spec)
+    assert geometry is not None
+    return _blocks_within(spec, measured.available_bytes, measured.reserved_bytes) * geometry.bytes_per_block
 
 
 def _not_enough_kv(spec: ProcessSpec, geometry: KvGeometry, needed: int, kv: int) -> str:
@@ -467,11 +613,39 @@ def _not_enough_kv(spec: ProcessSpec, geometry: KvGeometry, needed: int, kv: int
     )
 
 
-def _kv_pool(spec: ProcessSpec, kv: int, weights: int) -> tuple[KvCapacity | None, list[str]]:
+def _more_kv_memory_hint(spec: ProcessSpec, *, after_warmup: bool) -> str:
+    """`_more_kv_cache_memory_hint` (0.34): how vLLM tells the user to make room, with the extensible cache."""
+    used_by = (
+        "the model, its activations, CUDA graphs and warmup"
+        if after_warmup
+        else "the model and its activations"
+    )
+    graphs = (
+        " CUDA graphs take less with fewer or smaller capture sizes in the compilation config."
+        if after_warmup
+        else ""
+    )
+    if spec.utilization < 1.0:
+        return (
+            f"The KV cache gets what is left after {used_by} within `gpu_memory_utilization`={spec.utilization}; "
+            f"increase it (with the extensible KV cache it defaults to 1.0) or decrease `max_model_len` or "
+            f"`max_num_seqs`.{graphs}"
+        )
+    return (
+        f"The extensible KV cache already takes all device memory left after {used_by}; decrease "
+        f"`max_model_len` or `max_num_seqs`, or the model needs a device with more memory.{graphs}"
+    )
+
+
+def _kv_pool(
+    spec: ProcessSpec, kv: int, weights: int, measured: MeasuredSizing | None = None
+) -> tuple[KvCapacity | None, list[str]]:
     """Blocks and reported figures for a KV pool of `kv` bytes, and vLLM's errors when it cannot serve.
 
     Models without KV-cache layers skip this step in vLLM (`_initialize_kv_caches`): no pool, no errors.
     Weights larger than the GPU fail while loading, before any KV arithmetic: that is the error then.
+    Under the extensible KV cache (0.34+) one request is held against the reservation before warm-up
+    (`get_kv_cache_configs`) and against the committed blocks after it (`shrink_kv_cache_configs`).
     """
     geometry = geometry_for(spec)
     if geometry is None:
@@ -493,12 +667,28 @@ def _kv_pool(spec: ProcessSpec, kv: int, weights: int) -> tuple[KvCapacity | Non
             f"weights {weights / GIB:.2f} GiB do not fit on a {total / GIB:.2f} GiB GPU "
             f"({spec.gpu.name}{f', per rank at tensor parallel {spec.tensor_parallel_size}' if spec.tensor_parallel_size > 1 else ''})"
         ]
+    checks = [(kv, False)] if measured is None else [(measured.reserved_bytes, False), (kv, True)]
+    for pool, after_warmup in checks:
+        error = _one_request_error(spec, pool, after_warmup=after_warmup if measured else None)
+        if error:
+            return capacity, [error]
+    return capacity, []
+
+
+def _one_request_error(spec: ProcessSpec, kv: int, *, after_warmup: bool | None) -> str | None:
+    """vLLM's refusal when a pool of `kv` bytes cannot hold one max_model_len request (`after_warmup`: None
+    where the release sizes from the profile, else which of 0.34's two checks this is)."""
+    hint = "" if after_warmup is None else " " + _more_kv_memory_hint(spec, after_warmup=after_warmup)
     if kv <= 0:
-        return capacity, [
-            "ValueError: No available memory for the cache blocks. Try increasing "
-            "`gpu_memory_utilization` when initializing the engine."
-        ]
-    checked = check_geometry_for(spec) or geometry
+        if after_warmup is None:
+            return (
+                "ValueError: No available memory for the cache blocks. Try increasing "
+                "`gpu_memory_utilization` when initializing the engine."
+            )
+        return f"ValueError: No available memory for the cache blocks.{hint}"
+    limits = spec.limits
+    checked = check_geometry_for(spec)
+    assert checked is not None
     needed = kv_bytes_for_requests(
         checked,
         1,
@@ -509,5 +699,5 @@ def _kv_pool(spec: ProcessSpec, kv: int, weights: int) -> tuple[KvCapacity | Non
         sliding_inflight_batches=spec.rules.sliding_inflight_batches,
     )
     if needed > kv:
-        return capacity, [_not_enough_kv(spec, checked, needed, kv)]
-    return capacity, []
+        return _not_enough_kv(spec, checked, needed, kv) + hint
+    return None

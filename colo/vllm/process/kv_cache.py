@@ -22,7 +22,9 @@ from colo.vllm.checkpoint.architecture import ModelArchitecture
 from colo.vllm.process.pipeline import Stage, kind_indices, layer_kind
 from colo.vllm.rules import VllmRules
 
-DEFAULT_BLOCK_SIZE = 16
+DEFAULT_BLOCK_SIZE = (
+    16  # without rules: CacheConfig's block size up to 0.33 (rules.default_block_size per release)
+)
 # Bytes of one cached K or V element per `--kv-cache-dtype` (`vllm 0.33.0 utils/torch_utils.py::
 # STR_DTYPE_TO_TORCH_DTYPE`; the names each release accepts: colo/vllm/checkpoint/quant_methods.yaml kv_cache_dtypes).
 # The per-token-head dtypes also store one fp32 scale after each head's K and each head's V, carved from the
@@ -218,22 +220,25 @@ def kv_geometry(
         )
     tp = tensor_parallel_size
     state_blocks = mamba_state_blocks(rules, prefix_caching)
+    base = rules.default_block_size if rules else DEFAULT_BLOCK_SIZE
     s = kv_dtype_bytes(arch, kv_cache_dtype)
     if arch.mla is not None:  # one latent "head", stored whole on every rank
         per_token = (arch.mla.kv_lora_rank + arch.mla.qk_rope_head_dim) * s
         layers = arch.num_layers + mtp_draft_layers
-        mla = LayerBucket("mla", layers, per_token * DEFAULT_BLOCK_SIZE, DEFAULT_BLOCK_SIZE)
+        mla = LayerBucket("mla", layers, per_token * base, base)
         return KvGeometry((mla,), layers, state_blocks)
 
     sliding_rule = rules.sliding_window_kv if rules else "hybrid"
     pages = _attention_pages(arch, s, kv_cache_dtype, tp, sliding_rule, mtp_draft_layers)
-    block = DEFAULT_BLOCK_SIZE
+    block = base
     if arch.linear_attention_layers:
-        # HybridAttentionMambaModelConfig: the attention block grows (in steps of 16 tokens) until one
-        # attention page is at least one GDN state; the state is then padded up to that page. Both pages are
-        # per rank, so kv heads replicated over the ranks shrink the block.
+        # HybridAttentionMambaModelConfig / Platform._align_hybrid_block_size: the attention block grows in
+        # steps of the configured block size (16 tokens up to 0.33, 64 from 0.34: `kernel_block_alignment_size
+        # = max(smallest kernel block, cache_config.block_size)`) until one attention page is at least one
+        # GDN state; the state is then padded up to that page. Both pages are per rank, so kv heads replicated
+        # over the ranks shrink the block.
         state_bytes = _gdn_state_bytes(arch, num_speculative_tokens, tp)
-        block = DEFAULT_BLOCK_SIZE * _cdiv(state_bytes, DEFAULT_BLOCK_SIZE * pages.full_token)
+        block = base * _cdiv(state_bytes, base * pages.full_token)
     buckets = _attention_buckets(arch, pages, block)
     sizes = [b.layers for b in buckets]
     group_size = hybrid_group_size(sizes, rules.hybrid_group_size_ratio if rules else 1.5)
@@ -377,6 +382,19 @@ def kv_capacity(
     else:
         tokens = num_blocks // geometry.num_groups * geometry.block_tokens
     return KvCapacity(num_blocks, tokens, concurrency, per_block, per_request)
+
+
+def committed_blocks(geometry: KvGeometry, kv_bytes: int, granule: int) -> int:
+    """`ExtensibleKVCache.blocks_within` (0.34): the most blocks whose pages fit in `kv_bytes` once each
+    segment is committed in whole granules. The default layout (LBNHC, layer outermost) gives every layer
+    slot its own segment of num_blocks pages (`vllm 0.34.0 v1/worker/extensible_kv_cache.py::_segments`,
+    `physical_bytes_for`), so up to a granule a slot is lost to rounding."""
+    if kv_bytes <= 0:
+        return 0
+    segments = geometry.slots or geometry.group_size
+    page = max(b.page_bytes for b in geometry.buckets)
+    granules_per_segment = kv_bytes // (segments * granule)
+    return min(granules_per_segment * granule // page, kv_bytes // geometry.bytes_per_block)
 
 
 def kv_bytes_for_requests(

@@ -67,8 +67,12 @@ def test_eager_mode_never_holds_more_memory_than_captured_graphs(
     eager = size_process(
         process(model, "H200", version, max_model_len=length, gpu_memory_utilization=0.8, enforce_eager=True)
     )
-    assert eager.footprint_bytes <= graphs.footprint_bytes
     assert eager.kv_bytes >= graphs.kv_bytes
+    if graphs.measured is None:
+        assert eager.footprint_bytes <= graphs.footprint_bytes
+    else:  # sized after warm-up (0.34+): either way the process fills its request, never more
+        ceiling = graphs.context_bytes + graphs.requested_bytes + graphs.post_profile_bytes
+        assert max(eager.footprint_bytes, graphs.footprint_bytes) <= ceiling
 
 
 @settings(max_examples=60, deadline=None)
