@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from colo.catalog.images import ImageLookupError, UnknownImage, find_image
 from colo.config.schema import (
     GpuComputeCapability,
     GpuMemoryMiB,
@@ -31,6 +32,15 @@ from colo.config.schema import (
     VllmVersion,
 )
 from colo.vllm import EstimateRequest
+
+
+def official_torch(vllm_version: str) -> str | None:
+    """The PyTorch of the release's official image, which `colo estimate` sizes by default (None: unknown)."""
+    try:
+        return find_image(f"vllm/vllm-openai:v{vllm_version}").build.torch
+    except (ImageLookupError, UnknownImage):
+        return None
+
 
 Runner = Literal["generate", "pooling"]
 # --pipeline-parallel-size: `colo estimate` only (a stack server runs on one GPU); vLLM's ParallelConfig takes >= 1.
@@ -124,6 +134,7 @@ class EstimateArguments(BaseModel):
             skip_mm_profiling=self.skip_mm_profiling,
             trust_remote_code=self.trust_remote_code,
             flashinfer_installed=not self.without_flashinfer,
+            torch_release=official_torch(self.vllm_version),
             peer_to_peer=not self.no_peer_to_peer,
             nvswitch=self.nvswitch,
             dtype=self.dtype,

@@ -331,6 +331,18 @@ class VllmImage(_Model):
         return bool(stated)
 
     @property
+    def torch_release(self) -> str | None:
+        """The build's PyTorch (its libraries' non-torch memory is measured per build): the stack's word, else the
+        catalog's; None where neither states it."""
+        stated = self.build.torch if self.build is not None else None
+        if stated is None:
+            try:
+                stated = find_image(self.resolved_image).build.torch
+            except (ImageLookupError, UnknownImage):
+                return None
+        return stated
+
+    @property
     def sampler_flashinfer(self) -> bool:
         """Whether the sampler may take FlashInfer: the image carries it and flashinferSampler does not turn
         it off. The budget sizes the dummy sampler run by this (colo/vllm/process/activation.py)."""

@@ -269,6 +269,7 @@ def process_spec(checked: CheckedServer, gpu_spec: GpuSpec, budget: Budget) -> P
         mm_limits=tuple(sorted((server.limit_mm_per_prompt or {}).items())),
         skip_mm_profiling=server.skip_mm_profiling,
         flashinfer_installed=server.vllm.sampler_flashinfer,
+        torch_release=server.vllm.torch_release,
     )
     return calibrate(spec, budget.calibration)
 

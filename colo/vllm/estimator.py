@@ -58,6 +58,7 @@ class EstimateRequest:
     skip_mm_profiling: bool = False
     trust_remote_code: bool = False  # --trust-remote-code
     flashinfer_installed: bool = True  # the official images carry it; a pip install may not
+    torch_release: str | None = None  # the build's PyTorch, whose libraries' non-torch memory is measured
     peer_to_peer: bool = True  # False: tensor-parallel ranks cannot reach each other directly
     nvswitch: bool = False  # the ranks share one NVSwitch board (8-GPU HGX: p4d/p4de/p5/p5e/p5en)
     dtype: str | None = None  # --dtype (None: auto)
@@ -196,6 +197,7 @@ def estimate(args: EstimateRequest, *, kv_pool_bytes: int | None = None) -> Esti
         mm_limits=tuple(sorted((args.limit_mm_per_prompt or {}).items())),
         skip_mm_profiling=args.skip_mm_profiling,
         flashinfer_installed=args.flashinfer_installed,
+        torch_release=args.torch_release,
         peer_to_peer=args.peer_to_peer,
         nvswitch=args.nvswitch,
     )
