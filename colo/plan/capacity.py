@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from colo.catalog import GpuSpec, InstanceType, instance_type, instance_type_names
 from colo.catalog.ec2_gpus import ec2_gpu_name, gpu_name_label
@@ -28,10 +28,25 @@ from colo.plan.pair import PairPlan
 from colo.plan.resources import node_fit_problems
 from colo.plan.scheduling import GPU_TAINT_KEY, node_labels
 
-if TYPE_CHECKING:
-    from colo.plan.stack import Plan
-
 CapacityMode = Literal["karpenter", "auto"]
+
+
+class Planned(Protocol):
+    """What the capacity is derived from: colo.plan.stack.Plan (which imports this module to check it)."""
+
+    @property
+    def config(self) -> StackConfig: ...
+    @property
+    def gpu(self) -> GpuSpec: ...
+    @property
+    def gpus_per_node(self) -> int: ...
+    @property
+    def node_count(self) -> int: ...
+    @property
+    def pairs(self) -> Sequence[PairPlan]: ...
+    @property
+    def feasible(self) -> bool: ...
+
 
 # The Karpenter release colo's objects are written for and checked against (its CRDs are vendored under
 # tests/components/crd_schemas/karpenter).
@@ -446,7 +461,7 @@ def capacity_problems(
     ]
 
 
-def capacity_spec(plan: Plan) -> CapacitySpec | None:
+def capacity_spec(plan: Planned) -> CapacitySpec | None:
     """What the plan's Karpenter or Auto Mode capacity declares; None for modes managed and existing. The plan
     must be feasible (its problems include capacity_problems)."""
     config = plan.config
@@ -496,7 +511,7 @@ def pod_annotations(config: StackConfig) -> dict[str, str]:
     return {DO_NOT_DISRUPT: "true"} if config.node_pool.mode in KARPENTER_MODES else {}
 
 
-def capacity_view(plan: Plan) -> dict[str, Any] | None:
+def capacity_view(plan: Planned) -> dict[str, Any] | None:
     """What `colo plan` shows of the capacity Karpenter or Auto Mode launches; None for the other modes."""
     if not plan.feasible:
         return None
