@@ -21,7 +21,7 @@ from typing import Any, Literal, Protocol
 
 from colo.catalog import GpuSpec, InstanceType, instance_type, instance_type_names
 from colo.catalog.ec2_gpus import ec2_gpu_name, gpu_name_label
-from colo.config.schema import KARPENTER_MODES, Karpenter, StackConfig
+from colo.config.schema import KARPENTER_MODES, Cluster, Karpenter, NodePool, StackConfig
 from colo.errors import Problem
 from colo.plan.node_disk import MIN_VOLUME_GIB, disk_need_gib
 from colo.plan.pair import PairPlan
@@ -230,7 +230,11 @@ def capacity_mode(config: StackConfig) -> CapacityMode | None:
 
 
 def settings(config: StackConfig) -> Karpenter:
-    return config.node_pool.karpenter or Karpenter()
+    return _settings(config.node_pool)
+
+
+def _settings(pool: NodePool) -> Karpenter:
+    return pool.karpenter or Karpenter()
 
 
 def node_pool_name(config: StackConfig) -> str:
@@ -239,7 +243,11 @@ def node_pool_name(config: StackConfig) -> str:
 
 
 def node_role(config: StackConfig) -> str:
-    return settings(config).node_role or DEFAULT_NODE_ROLE.format(cluster=config.cluster.name)
+    return _node_role(config.cluster, config.node_pool)
+
+
+def _node_role(cluster: Cluster, pool: NodePool) -> str:
+    return _settings(pool).node_role or DEFAULT_NODE_ROLE.format(cluster=cluster.name)
 
 
 def _family(name: str) -> str:
@@ -301,9 +309,9 @@ def _requirements(
     return tuple(found)
 
 
-def _pairing_problems(config: StackConfig, mode: CapacityMode) -> list[Problem]:
+def _pairing_problems(cluster: Cluster, mode: CapacityMode) -> list[Problem]:
     """GPU pairing methods each mode cannot run, with the reason (docs/capacity.md, "Pairing")."""
-    cluster, path = config.cluster, "colo:cluster.gpuPairing"
+    path = "colo:cluster.gpuPairing"
     method = cluster.gpu_pairing
     if mode == "karpenter" and method == "time-slice":
         return [
@@ -354,8 +362,7 @@ def _pairing_problems(config: StackConfig, mode: CapacityMode) -> list[Problem]:
     return []
 
 
-def _node_class_problems(config: StackConfig, mode: CapacityMode) -> list[Problem]:
-    pool, cluster = config.node_pool, config.cluster
+def _node_class_problems(cluster: Cluster, pool: NodePool, mode: CapacityMode) -> list[Problem]:
     problems: list[Problem] = []
     if mode == "karpenter":
         if cluster.node_image not in AMI_FAMILIES:
@@ -367,7 +374,7 @@ def _node_class_problems(config: StackConfig, mode: CapacityMode) -> list[Proble
                 )
             )
         else:
-            alias = f"{AMI_FAMILIES[cluster.node_image]}@{settings(config).ami_version}"
+            alias = f"{AMI_FAMILIES[cluster.node_image]}@{_settings(pool).ami_version}"
             if len(alias) > ALIAS_MAX_CHARS:
                 problems.append(
                     Problem(
@@ -375,7 +382,7 @@ def _node_class_problems(config: StackConfig, mode: CapacityMode) -> list[Proble
                         f"the AMI alias {alias} is longer than the {ALIAS_MAX_CHARS} characters Karpenter accepts",
                     )
                 )
-        role = node_role(config)
+        role = _node_role(cluster, pool)
         if len(role) > IAM_ROLE_MAX_CHARS:
             problems.append(
                 Problem(
@@ -445,6 +452,15 @@ def _disk_problems(config: StackConfig, mode: CapacityMode, pairs: Sequence[Pair
     ]
 
 
+def mode_problems(cluster: Cluster, pool: NodePool) -> list[Problem]:
+    """What the stack's cluster and pool settings alone rule out for mode karpenter or auto (no plan needed, so
+    `colo pack` can check a mode before its search)."""
+    mode = pool.mode
+    if mode != "karpenter" and mode != "auto":
+        return []
+    return [*_pairing_problems(cluster, mode), *_node_class_problems(cluster, pool, mode)]
+
+
 def capacity_problems(
     config: StackConfig, gpu: GpuSpec, gpus_per_node: int, pairs: Sequence[PairPlan]
 ) -> list[Problem]:
@@ -454,8 +470,7 @@ def capacity_problems(
         return []
     candidates = instance_type_candidates(config, gpu, gpus_per_node, pairs)
     return [
-        *_pairing_problems(config, mode),
-        *_node_class_problems(config, mode),
+        *mode_problems(config.cluster, config.node_pool),
         *_ec2_problems(config, gpu, gpus_per_node, candidates),
         *_disk_problems(config, mode, pairs),
     ]
