@@ -31,6 +31,7 @@ from colo.components.pod_scripts import PodScripts, PodScriptsArgs, script_path
 from colo.components.pod_security import container_security_context, pod_security_context
 from colo.components.verify_hook import after_rollout
 from colo.config.schema import GpuPairing, IngressSource, Network
+from colo.plan.capacity import pod_annotations
 from colo.plan.kubernetes_spec import SERVICE_PORT_NAME, allowed_sources, ingress_peer
 from colo.plan.pair import PairPlan
 from colo.plan.server import Server
@@ -95,6 +96,7 @@ class ColocatedPair(pulumi.ComponentResource):
         self._native_sidecars = plan.native_sidecars
         self._node_selector = args.node_selector if args.node_selector is not None else plan.node_selector
         self._tolerations = list(plan.tolerations)
+        self._capacity_annotations = pod_annotations(plan.config)  # Karpenter's do-not-disrupt, where it runs
         self._instance = plan.config.cluster.name
         self._labels = pair_labels_of(self._instance, name)
         self.selector = pair_selector_of(self._instance, name)
@@ -238,7 +240,8 @@ class ColocatedPair(pulumi.ComponentResource):
                 template=k8s.core.v1.PodTemplateSpecArgs(
                     metadata=k8s.meta.v1.ObjectMetaArgs(
                         labels={**self._labels, **self.selector},
-                        annotations=dict(self._args.pod_annotations) if self._args.pod_annotations else None,
+                        annotations={**self._capacity_annotations, **(self._args.pod_annotations or {})}
+                        or None,
                     ),
                     spec=self._pod_spec(),
                 ),

@@ -640,8 +640,46 @@ class DevicePlugin(_Model):
     )
 
 
+NodePoolMode = Literal["managed", "existing", "karpenter", "auto"]
+# The modes whose GPU nodes Karpenter launches from colo's NodePool: self-managed Karpenter, or EKS Auto Mode's.
+KARPENTER_MODES = frozenset({"karpenter", "auto"})
+# Which Karpenter settings each of those modes reads; the others would be silently ignored there.
+_KARPENTER_KEYS = {
+    "karpenter": {"node_role", "ami_version", "security_group_ids"},
+    "auto": {"node_class"},
+}
+
+
+class Karpenter(_Model):
+    """Where nodePool.mode karpenter or auto takes what the plan cannot know: the IAM role, AMI release and
+    security groups of an EC2NodeClass, or the Auto Mode NodeClass to use (docs/capacity.md)."""
+
+    node_role: Annotated[str, _checked(formats.iam_role_name)] | None = Field(
+        default=None,
+        description="karpenter: the nodes' IAM role by name (EC2NodeClass.spec.role); default "
+        "KarpenterNodeRole-<cluster.name>, the name Karpenter's getting-started template gives it",
+    )
+    ami_version: Annotated[str, _checked(formats.ami_alias_version)] = Field(
+        default="latest",
+        description="karpenter: the release of the EKS AMI alias (al2023@<it>, bottlerocket@<it>); latest "
+        "takes each new release, which Karpenter treats as drift",
+    )
+    security_group_ids: Annotated[
+        list[Annotated[str, _checked(formats.security_group_id)]], Field(max_length=16)
+    ] = Field(
+        default_factory=list,
+        description="karpenter: the nodes' security groups; default those tagged karpenter.sh/discovery: "
+        "<cluster.name>",
+    )
+    node_class: DnsSubdomain = Field(
+        default="default",
+        description="auto: the EKS Auto Mode NodeClass the NodePool launches with: the built-in default, or "
+        "one your platform declares (colo declares none)",
+    )
+
+
 class NodePool(_Model):
-    mode: Literal["managed", "existing"] = "existing"
+    mode: NodePoolMode = "existing"
     gpu: str = Field(
         default="L40S",
         min_length=1,
@@ -674,6 +712,9 @@ class NodePool(_Model):
     root_volume_gib: int | None = Field(default=None, ge=50, le=16_384, alias="rootVolumeGiB")
     max_nodes: Annotated[int, Field(ge=1, le=1000)] | None = None
     device_plugin: DevicePlugin = DevicePlugin()
+    karpenter: Karpenter | None = Field(
+        default=None, description="mode karpenter or auto: what the NodePool needs beyond the plan"
+    )
 
     @field_validator("node_selector")
     @classmethod
@@ -700,6 +741,20 @@ class NodePool(_Model):
     def _managed_needs_subnets(self) -> NodePool:
         if self.mode == "managed" and not self.subnet_ids:
             raise ValueError("mode 'managed' needs subnetIds: the subnets the GPU nodes join")
+        return self
+
+    @model_validator(mode="after")
+    def _karpenter_settings_for_their_mode(self) -> NodePool:
+        if self.karpenter is None:
+            return self
+        if self.mode not in KARPENTER_MODES:
+            raise ValueError(
+                f"karpenter is read only with mode karpenter or auto, not {self.mode}; remove it"
+            )
+        ignored = sorted(self.karpenter.model_fields_set - _KARPENTER_KEYS[self.mode])
+        if ignored:
+            keys = ", ".join(f"karpenter.{to_camel(key)}" for key in ignored)
+            raise ValueError(f"{keys}: not read with mode {self.mode}; remove it")
         return self
 
 
@@ -866,14 +921,18 @@ class StackConfig(_Model):
     @model_validator(mode="after")
     def _managed_pool_names_its_cluster(self) -> StackConfig:
         # The default name would send the node group to whichever EKS cluster happens to be called colo.
-        if self.node_pool.mode == "managed" and "name" not in self.cluster.model_fields_set:
+        mode = self.node_pool.mode
+        if mode in {"managed", *KARPENTER_MODES} and "name" not in self.cluster.model_fields_set:
+            joins = (
+                "the node group joins" if mode == "managed" else "its nodes join (Karpenter finds them by it)"
+            )
             raise ValidationError.from_exception_data(
                 type(self).__name__,
                 [
                     _error(
                         ("cluster", "name"),
-                        "required with nodePool.mode: managed: the name of the EKS cluster the node group "
-                        "joins (pulumi config set --path cluster.name <cluster>)",
+                        f"required with nodePool.mode: {mode}: the name of the EKS cluster {joins} "
+                        "(pulumi config set --path cluster.name <cluster>)",
                     )
                 ],
             )

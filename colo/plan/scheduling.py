@@ -47,7 +47,8 @@ def gpu_tolerations() -> tuple[dict[str, str], ...]:
 def plugin_managed_elsewhere(config: StackConfig) -> bool:
     """Someone else runs the device plugin on these nodes: the stack says so, or the node image has one."""
     managed_by = config.node_pool.device_plugin.managed_by
-    return managed_by == "elsewhere" or config.cluster.node_image in PLUGIN_PROVIDED
+    auto_mode = config.node_pool.mode == "auto"  # EKS Auto Mode runs NVIDIA's plugin itself
+    return managed_by == "elsewhere" or auto_mode or config.cluster.node_image in PLUGIN_PROVIDED
 
 
 def device_plugin(config: StackConfig, servers_per_gpu: int) -> DevicePluginPlan | None:
@@ -59,7 +60,7 @@ def device_plugin(config: StackConfig, servers_per_gpu: int) -> DevicePluginPlan
     if cluster.gpu_pairing == "dra" or plugin_managed_elsewhere(config):
         return None
     selector = node_selector(config)
-    if config.node_pool.mode == "managed":
+    if config.node_pool.mode in ("managed", "karpenter"):
         # colo's node pool labels its nodes the way NVIDIA's chart affinity expects.
         selector[GPU_PRESENT_LABEL] = "true"
     return DevicePluginPlan(
@@ -124,7 +125,8 @@ def device_plugin_problems(config: StackConfig) -> list[Problem]:
                 "sets its own plugin's replicas, and the other methods use no slices. Remove it",
             )
         )
-    if elsewhere and method == "time-slice":
+    # Auto Mode's plugin has no time-slicing at all; colo.plan.capacity refuses time-slice there.
+    if elsewhere and method == "time-slice" and config.node_pool.mode != "auto":
         needed = max(len(pair.servers()) for pair in config.pairs)
         found = _slices_problem(config, needed)
         problems += [found] if found else []

@@ -14,6 +14,7 @@ from colo.catalog import GpuLookupError, GpuSpec, instance_type, resolve_gpu
 from colo.config.schema import StackConfig
 from colo.errors import Problem
 from colo.plan.calibration import calibration_problem
+from colo.plan.capacity import capacity_problems
 from colo.plan.hub_access import hub_access_warnings
 from colo.plan.monitoring import observability_warnings, scrape_warnings
 from colo.plan.pair import PairPlan, S3Profile, plan_pair
@@ -104,6 +105,7 @@ def make_plan(
                 f"ReadWriteMany or ReadOnlyMany with a storage class that supports it (EFS, say)",
             )
         )
+    problems += capacity_problems(config, gpu_spec, per_node, pairs)
     instance = instance_type(pool.instance_type) if instance_type_known(config) else None
     if instance is not None:
         for pods in pods_by_node.values():
