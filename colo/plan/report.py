@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from colo.catalog import MIB
+from colo.plan.compute_sharing import sharing_view
 from colo.plan.pair import PairPlan
 from colo.plan.server import Server
 from colo.plan.stack import Plan
@@ -61,6 +62,7 @@ def pair_view(pair: PairPlan) -> dict[str, Any]:
             for s in pair.servers
         ],
         "servers": [server_view(s) for s in pair.servers],
+        "compute_sharing": sharing_view(pair.sharing) if pair.sharing else None,
     }
 
 

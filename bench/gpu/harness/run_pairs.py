@@ -5,8 +5,10 @@
 The spec (bench/gpu/make_spec.py writes it from `colo plan --format json`) names the models with their
 catalog config, the servers with the plan's own arguments, and the actions in order:
 `{"start": NAME, "timeout_s": S, "expect": "ready"|"refused"}`, `{"load": {label, duration_s, clients}}`,
-`{"stop": NAME}` and `{"smi": LABEL}`. Servers still running at the end are stopped; nothing else is.
-Every action checks the spec's deadline first, so the run ends (and writes its results) within it.
+`{"stop": NAME}`, `{"smi": LABEL}` and `{"mps": "start"|"stop"|"status"}`. A spec with `"mps": true` runs a
+private CUDA MPS control daemon (harness.mps) when told to; a server with `"mps_client": true` starts as its client,
+one with false away from it. Servers still running at the end are stopped, then the daemon is told to quit; nothing
+else is touched. Every action checks the spec's deadline first, so the run ends (and writes its results) within it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 from .gpu_state import Sampler, snapshot
 from .load import ClientSpec, run_phase
 from .model_dirs import write_model_dir
+from .mps import MpsDaemon, group_pids
 from .servers import Running, ServerSpec, start, stop, stop_all, wait_ready
 
 STOP_RESERVE_S = 45.0  # kept back from the deadline: stopping servers and packing the results
@@ -102,6 +105,7 @@ class Run:
     t0: float = field(default_factory=time.monotonic)
     running: dict[str, Running] = field(default_factory=dict)
     records: list[dict[str, Any]] = field(default_factory=list)
+    mps: MpsDaemon | None = None  # the run's MPS control daemon, where the spec asks for one
 
     @property
     def logs(self) -> Path:
@@ -132,13 +136,34 @@ class Run:
 
     def server_spec(self, name: str) -> ServerSpec:
         data = self.spec["servers"][name]
+        env = {str(k): str(v) for k, v in data.get("env", {}).items()}
+        if self.mps is not None:  # as the pod sets it: every server a client, or (time-slice) none
+            env.update(self.mps.client_env(bool(data.get("mps_client", False))))
         return ServerSpec(
             name=name,
             port=int(data["port"]),
             args=tuple(data["args"]),
             extra_args=tuple(data.get("extra_args", self.spec.get("extra_args", ()))),
-            env={str(k): str(v) for k, v in data.get("env", {}).items()},
+            env=env,
         )
+
+    def mps_status(self, label: str) -> None:
+        if self.mps is None or not self.mps.started:
+            return
+        servers = {name: group_pids(r.process.pid) for name, r in self.running.items()}
+        self.record("mps", step="status", label=label, **self.mps.status(servers))
+
+    def do_mps(self, step: str) -> None:
+        if self.mps is None:
+            self.record("skip", what=f"mps {step}", why="the spec runs no MPS daemon (mps: true)")
+        elif step == "start":
+            self.record("mps", step="start", **self.mps.start())
+            if not self.mps.started:
+                raise StartFailed("the MPS control daemon did not start; the clients after it need it")
+        elif step == "stop":
+            self.record("mps", step="stop", **self.mps.stop())
+        else:
+            self.mps_status(step)
 
     def do_start(self, action: Mapping[str, Any]) -> None:
         name = str(action["start"])
@@ -174,6 +199,7 @@ class Run:
         else:
             stop(self.running.pop(name))
         self.smi(f"after-start-{name}")
+        self.mps_status(f"after-start-{name}")
         if outcome != "ready" and expect == "ready":
             raise StartFailed(f"{name} did not start ({outcome}); the actions after it need it")
 
@@ -216,6 +242,8 @@ class Run:
             self.do_stop(str(action["stop"]))
         elif "smi" in action:
             self.smi(str(action["smi"]))
+        elif "mps" in action:
+            self.do_mps(str(action["mps"]))
 
     def execute(self) -> None:
         self.logs.mkdir(parents=True, exist_ok=True)
@@ -228,6 +256,8 @@ class Run:
             self.record("abort", why=str(exc))
         for name in reversed(list(self.running)):  # as a pod's containers stop: the last started first
             self.do_stop(name)
+        if self.mps is not None and self.mps.started:  # the daemon last, as the pod's sidecar stops last
+            self.do_mps("stop")
         self.smi("end")
 
 
@@ -267,10 +297,14 @@ def main(argv: list[str] | None = None) -> int:
     prepare(spec, args.workdir)
     executable = args.executable or vllm_executable(args.workdir)
     run = Run(spec, args.out, args.workdir, executable)
+    if spec.get("mps"):
+        run.mps = MpsDaemon(args.workdir / "mps", run.env())
     try:
         run.execute()
     finally:
         stop_all(list(run.running.values()))
+        if run.mps is not None and run.mps.started:
+            run.records.append({"t": _now(run.t0), "action": "mps", "step": "stop", **run.mps.stop()})
         (args.out / "results.json").write_text(json.dumps({"spec": spec, "records": run.records}, indent=1))
         pack(args.out)
     return 0
