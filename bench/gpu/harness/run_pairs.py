@@ -160,7 +160,9 @@ class Run:
             self.record("mps", step="start", **self.mps.start())
             if not self.mps.started:
                 raise StartFailed("the MPS control daemon did not start; the clients after it need it")
-        elif step == "stop":
+        elif step == "stop":  # its clients first, as the pod stops its servers before the daemon's sidecar
+            for name in reversed(list(self.running)):
+                self.do_stop(name)
             self.record("mps", step="stop", **self.mps.stop())
         else:
             self.mps_status(step)
@@ -205,10 +207,11 @@ class Run:
 
     def do_load(self, phase: Mapping[str, Any]) -> None:
         label = str(phase["label"])
-        duration = min(float(phase.get("duration_s", 60)), self.remaining_s - 10)
+        wanted = float(phase.get("duration_s", 60))
+        duration = min(wanted, self.remaining_s - 10)
         clients = [ClientSpec.from_json(c) for c in phase["clients"]]
         missing = [c.server for c in clients if c.server not in self.running]
-        if missing or duration < 10:
+        if missing or duration < min(wanted, 10):  # a short phase runs whole or not at all
             why = f"servers not running: {missing}" if missing else f"deadline: {self.remaining_s:.0f} s left"
             self.record("skip", what=f"load {label}", why=why)
             return

@@ -139,3 +139,40 @@ def test_companion_throughput_is_reported_per_second(mps_gpu: Sandbox, tmp_path:
     embedding = load["clients"][1]
     assert embedding["ok"] > 0
     assert embedding["requests_per_s"] == pytest.approx(embedding["ok"] / embedding["wall_s"], rel=0.05)
+
+
+def test_the_checked_in_mps_run_goes_through_end_to_end_against_the_fakes(
+    mps_gpu: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bench/gpu/runs/mps.yaml as make_spec builds it, on free ports, with the background-only phases shortened:
+    every start and phase runs, each server attached as the run says, and the daemon quits last."""
+    import yaml
+
+    from bench.gpu.make_spec import HERE, build_spec, plan_json
+
+    run = yaml.safe_load((HERE / "runs" / "mps.yaml").read_text())
+    spec = build_spec(run, {"h200-mps": plan_json("h200-mps")})
+    ports = dict(zip(spec["servers"], _free_ports(len(spec["servers"])), strict=True))
+    for name, server in spec["servers"].items():
+        server["port"] = ports[name]
+        server["args"][server["args"].index("--port") + 1] = str(ports[name])
+    for action in spec["actions"]:
+        if "start" in action:
+            action["timeout_s"], action["min_s"] = 30, 1
+        if "load" in action:
+            action["load"]["duration_s"] = 2
+            for client in action["load"]["clients"]:
+                client["port"] = ports[client["server"]]
+    results, work = _run(tmp_path, spec)
+    assert not _records(results, "skip") and not _records(results, "abort")
+    started = [r["server"] for r in _records(results, "start")]
+    assert started == [a["start"] for a in spec["actions"] if "start" in a]
+    last = {}
+    for status in _mps_records(results, "status"):
+        last.update(status["attached"])
+    assert last == {name: server["mps_client"] for name, server in spec["servers"].items()}
+    loads = _records(results, "load")
+    assert len(loads) == sum("load" in a for a in spec["actions"])
+    assert all(c["ok"] == c["requests"] > 0 for load in loads for c in load["clients"])
+    assert results["records"][-2]["action"] == "mps" and results["records"][-2]["step"] == "stop"
+    assert not _daemon_running(work)
