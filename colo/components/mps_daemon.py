@@ -62,6 +62,16 @@ def _pipe_mount() -> k8s.core.v1.VolumeMountArgs:
     return k8s.core.v1.VolumeMountArgs(name=PIPE_VOLUME, mount_path=PIPE_DIR)
 
 
+def _running_probe(answers: k8s.core.v1.ExecActionArgs) -> k8s.core.v1.ProbeArgs:
+    """Readiness and liveness once started: a daemon that stops answering is restarted (and its clients fail)."""
+    return k8s.core.v1.ProbeArgs(
+        exec_=answers,
+        period_seconds=LIVENESS_PERIOD_S,
+        timeout_seconds=LIVENESS_TIMEOUT_S,
+        failure_threshold=LIVENESS_FAILURES,
+    )
+
+
 def daemon_container(image: str, gpu_limits: dict[str, str]) -> k8s.core.v1.ContainerArgs:
     """The control daemon in the foreground (it exits with the container), as a native sidecar."""
     answers = k8s.core.v1.ExecActionArgs(command=ANSWERS)
@@ -82,12 +92,8 @@ def daemon_container(image: str, gpu_limits: dict[str, str]) -> k8s.core.v1.Cont
         startup_probe=k8s.core.v1.ProbeArgs(
             exec_=answers, period_seconds=STARTUP_PERIOD_S, failure_threshold=STARTUP_FAILURES
         ),
-        liveness_probe=k8s.core.v1.ProbeArgs(
-            exec_=answers,
-            period_seconds=LIVENESS_PERIOD_S,
-            timeout_seconds=LIVENESS_TIMEOUT_S,
-            failure_threshold=LIVENESS_FAILURES,
-        ),
+        readiness_probe=_running_probe(answers),
+        liveness_probe=_running_probe(answers),
         security_context=container_security_context(),
         volume_mounts=[
             _pipe_mount(),

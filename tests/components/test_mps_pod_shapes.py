@@ -65,7 +65,9 @@ def _assert_daemon_serves_every_server(spec: dict[str, Any]) -> dict[str, Any]:
     assert daemon["restartPolicy"] == "Always"
     assert daemon["command"] == ["nvidia-cuda-mps-control", "-f"]
     assert daemon["startupProbe"]["exec"]["command"] == ANSWERS
-    assert daemon["livenessProbe"]["exec"]["command"] == ANSWERS
+    assert (
+        daemon["livenessProbe"]["exec"]["command"] == daemon["readinessProbe"]["exec"]["command"] == ANSWERS
+    )
     assert env_of(daemon)["CUDA_MPS_PIPE_DIRECTORY"] == PIPE_DIR
     order = [c["name"] for c in containers_in_start_order(spec)]
     servers = _server_containers(spec)
