@@ -12,6 +12,7 @@ from colo.catalog.mps import MpsFigures
 SERVER_MIB = 70
 CONTEXT_MIB = {25: 300, 50: 450, 100: 600}
 CUBLAS_MIB = {25: 80, 100: 120}
+SM_COUNT = {25: 33, 100: 142}
 
 
 def invented(gpu: str, *, reports_pinned_limit: bool | None = None) -> MpsFigures:
@@ -20,6 +21,7 @@ def invented(gpu: str, *, reports_pinned_limit: bool | None = None) -> MpsFigure
         server_bytes=SERVER_MIB * MIB,
         client_context_bytes={p: mib * MIB for p, mib in CONTEXT_MIB.items()},
         client_cublas_bytes={p: mib * MIB for p, mib in CUBLAS_MIB.items()},
+        client_sm_count=dict(SM_COUNT),
         mem_get_info_reports_pinned_limit=reports_pinned_limit,
         source="invented for tests (measure_mps.py)",
     )

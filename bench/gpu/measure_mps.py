@@ -258,6 +258,7 @@ def catalog_entry(result: Mapping[str, Any]) -> dict[str, Any]:
         "server_mib": figures["server_mib"],
         "client_context_mib": figures["client_context_mib"],
         "client_cublas_mib": figures["client_cublas_mib"],
+        "client_sm_count": figures["sm_count_by_percentage"],
         "mem_get_info_reports_pinned_limit": result["pinned"]["mem_get_info_reports_pinned_limit"],
         "source": (
             f"measured {machine['date']} with bench/gpu/measure_mps.py on one {machine['gpu']} (driver "

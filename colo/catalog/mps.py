@@ -24,17 +24,15 @@ class MpsFigures:
     server_bytes: int | None
     client_context_bytes: Mapping[int, int] = field(default_factory=dict)  # thread percentage -> bytes
     client_cublas_bytes: Mapping[int, int] = field(default_factory=dict)
+    client_sm_count: Mapping[int, int] = field(default_factory=dict)  # thread percentage -> SMs CUDA reports
     mem_get_info_reports_pinned_limit: bool | None = None
     source: str = ""
 
     @property
     def measured(self) -> bool:
         """Enough to size a pair: the server's memory and at least one client figure of each kind."""
-        return (
-            self.server_bytes is not None
-            and bool(self.client_context_bytes)
-            and bool(self.client_cublas_bytes)
-        )
+        figures = (self.client_context_bytes, self.client_cublas_bytes, self.client_sm_count)
+        return self.server_bytes is not None and all(figures)
 
 
 def _by_percentage(raw: Mapping[Any, Any] | None) -> dict[int, int]:
@@ -48,6 +46,7 @@ def _figures(name: str, entry: Mapping[str, Any]) -> MpsFigures:
         server_bytes=None if server is None else int(server) * MIB,
         client_context_bytes=_by_percentage(entry.get("client_context_mib")),
         client_cublas_bytes=_by_percentage(entry.get("client_cublas_mib")),
+        client_sm_count={int(p): int(n) for p, n in (entry.get("client_sm_count") or {}).items()},
         mem_get_info_reports_pinned_limit=entry.get("mem_get_info_reports_pinned_limit"),
         source=str(entry.get("source", "")),
     )

@@ -33,6 +33,7 @@ class MpsClient:
     percentage: int
     context_bytes: int
     cublas_bytes: int
+    sm_count: int  # what CUDA reports to the client; vLLM sizes the Triton sampler's scratch rows by it
     server_bytes: int = 0
     interpolated: bool = False
 
@@ -47,7 +48,8 @@ class MpsClient:
 
 def at_percentage(points: Mapping[int, int], percentage: int) -> tuple[int, bool] | None:
     """The figure at `percentage`: measured, or interpolated between the two measured percentages around it
-    (True then); None outside the measured range."""
+    (True then; rounded down, so an SM count stays whole and never above what was seen); None outside the
+    measured range."""
     if percentage in points:
         return points[percentage], False
     below = [p for p in points if p < percentage]
@@ -56,7 +58,7 @@ def at_percentage(points: Mapping[int, int], percentage: int) -> tuple[int, bool
         return None
     low, high = max(below), min(above)
     share = (percentage - low) / (high - low)
-    return round(points[low] + share * (points[high] - points[low])), True
+    return int(points[low] + share * (points[high] - points[low])), True
 
 
 def unmeasured_reason(figures: MpsFigures | None, gpu_name: str, percentage: int) -> str | None:
@@ -66,7 +68,12 @@ def unmeasured_reason(figures: MpsFigures | None, gpu_name: str, percentage: int
             f"colo has no measured CUDA MPS figures for {gpu_name} (colo/catalog/mps.yaml): the MPS server's memory "
             f"and a client's context are to be measured with bench/gpu/measure_mps.py, and colo does not assume them"
         )
-    for name, points in (("context", figures.client_context_bytes), ("cuBLAS", figures.client_cublas_bytes)):
+    kinds = (
+        ("context", figures.client_context_bytes),
+        ("cuBLAS", figures.client_cublas_bytes),
+        ("SM count", figures.client_sm_count),
+    )
+    for name, points in kinds:
         if at_percentage(points, percentage) is None:
             measured = ", ".join(f"{p} %" for p in sorted(points))
             return (
@@ -81,19 +88,24 @@ def mps_client(figures: MpsFigures, percentage: int | None, *, first: bool) -> M
     share = FULL_GPU_PERCENTAGE if percentage is None else percentage
     context = at_percentage(figures.client_context_bytes, share)
     cublas = at_percentage(figures.client_cublas_bytes, share)
-    if context is None or cublas is None or figures.server_bytes is None:
+    sms = at_percentage(figures.client_sm_count, share)
+    if context is None or cublas is None or sms is None or figures.server_bytes is None:
         raise ValueError(unmeasured_reason(figures, figures.gpu, share) or "MPS figures missing")
     return MpsClient(
         share,
         context[0],
         cublas[0],
+        sms[0],
         figures.server_bytes if first else 0,
-        interpolated=context[1] or cublas[1],
+        interpolated=context[1] or cublas[1] or sms[1],
     )
 
 
 def gpu_as_client(gpu: GpuSpec, client: MpsClient) -> GpuSpec:
-    """The GPU as this client's budget sees it: its context and cuBLAS figures are the client's."""
+    """The GPU as this client's budget sees it: its context, cuBLAS and SM count are the client's."""
     return replace(
-        gpu, context_bytes=client.context_bytes + client.server_bytes, cublas_bytes=client.cublas_bytes
+        gpu,
+        context_bytes=client.context_bytes + client.server_bytes,
+        cublas_bytes=client.cublas_bytes,
+        sm_count=client.sm_count,
     )

@@ -15,17 +15,19 @@ FIGURES = MpsFigures(
     server_bytes=66 * MIB,
     client_context_bytes={25: 290 * MIB, 50: 420 * MIB, 100: 621 * MIB},
     client_cublas_bytes={25: 80 * MIB, 100: 118 * MIB},
+    client_sm_count={25: 33, 100: 132},
 )
 
 
 def test_a_measured_percentage_is_read_as_measured() -> None:
     client = mps_client(FIGURES, 50, first=False)
     assert (client.context_bytes, client.interpolated) == (420 * MIB, True)  # cuBLAS at 50 % is interpolated
-    assert client.cublas_bytes == round(80 * MIB + (25 / 75) * (118 - 80) * MIB)
+    assert client.cublas_bytes == int(80 * MIB + (25 / 75) * (118 - 80) * MIB)
+    assert client.sm_count == int(33 + (25 / 75) * (132 - 33))  # whole SMs, rounded down
 
 
 def test_a_percentage_between_two_measured_ones_is_interpolated_linearly() -> None:
-    assert at_percentage({25: 290, 100: 621}, 40) == (round(290 + (15 / 75) * 331), True)
+    assert at_percentage({25: 290, 100: 621}, 40) == (int(290 + (15 / 75) * 331), True)
 
 
 def test_no_figure_is_stated_outside_the_measured_percentages() -> None:
@@ -46,6 +48,7 @@ def test_the_first_client_also_holds_the_mps_server_which_starts_as_it_connects(
     seen = gpu_as_client(h200, first)
     assert seen.context_bytes == 290 * MIB + 66 * MIB
     assert seen.cublas_bytes == 80 * MIB
+    assert seen.sm_count == 33  # what CUDA reports to a client capped at 25 %
     assert seen.cuda_total_bytes == h200.cuda_total_bytes  # vLLM's total x util is unchanged
 
 

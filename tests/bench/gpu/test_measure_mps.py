@@ -61,6 +61,7 @@ def test_the_catalog_entry_carries_the_figures_and_where_they_come_from(
     _, result = _measure(tmp_path)
     entry = result["catalog_entry"]
     assert entry["server_mib"] == 66 and entry["client_context_mib"]["25"] == 300
+    assert entry["client_sm_count"] == {"100": 132, "50": 66, "25": 33}
     assert entry["mem_get_info_reports_pinned_limit"] is False
     assert entry["source"].startswith("measured ") and "NVIDIA H200" in entry["source"]
     assert "driver 580.159.04" in entry["source"] and "plain context 621 MiB" in entry["source"]
