@@ -340,6 +340,10 @@ def _mode_text(sharing: PairSharing) -> str:
 def cost_lines(sharing: PairSharing) -> list[str]:
     """The plan's sentences on the pair's sharing: its mode, then the measured cost, labelled."""
     lines = [f"compute sharing: {_mode_text(sharing)}"]
+    clients = [client.describe() for client in sharing.clients if client is not None]
+    lines += (
+        [f"  memory outside vLLM's budget (colo/catalog/mps.yaml): {'; '.join(clients)}"] if clients else []
+    )
     cost = sharing.cost
     m = cost.measurement
     if m is None:

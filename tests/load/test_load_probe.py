@@ -93,12 +93,10 @@ def test_phases_past_the_deadline_are_skipped_and_said_so() -> None:
 
 
 def test_no_worker_thread_outlives_the_probe() -> None:
-    before = threading.active_count()
     with Servers(Gpu()) as servers:
-        during = threading.active_count()
         probe(_connect, *_targets(servers.ports), FAST)
-        assert threading.active_count() == during
-    assert threading.active_count() <= before + 1
+        left = [t.name for t in threading.enumerate() if "_worker" in t.name]
+    assert left == []  # the probe's own workers (named after their target); the fake servers' come and go
 
 
 def test_the_api_key_is_sent_where_the_servers_ask_for_it() -> None:

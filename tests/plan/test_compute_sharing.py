@@ -226,6 +226,7 @@ def test_the_plan_states_the_measured_cost_of_the_very_pair_that_was_measured(
     assert sharing is not None and sharing.cost.exact
     text = "\n".join(cost_lines(sharing))
     assert "embedding at 25 % of the threads" in text
+    assert f"plus the MPS server's {SERVER_MIB} MiB; MPS client at 100 % threads" in text
     assert "measured on this pair: H200, vLLM 0.22.0, Qwen/Qwen3-14B beside Qwen/Qwen3-Embedding-0.6B" in text
     assert "TTFT +7 %, TPOT +16 % at concurrency 1; TTFT +7 %, TPOT +11 % at 16; companions 61-98" in text
     assert "time-slice instead: LLM TTFT +35 %, TPOT +54 % at concurrency 1" in text
