@@ -24,8 +24,9 @@ The daemon's GPU: under uuid-handoff it requests the whole GPU and kubelet gives
 UUID init container (a restartable init container allocates from the reusable devices first, then keeps them), so
 every server requests none and points CUDA at the recorded UUID; on time-slice nodes it takes one more slice.
 
-DRA: NVIDIA's driver runs the daemon for the claim and mounts its pipe directory and /dev/shm into each container,
-so the servers mount no /dev/shm of colo's. The device plugin's own MPS mode injects the same; colo adds nothing.
+DRA: NVIDIA's driver runs the daemon for the claim and mounts its pipe directory and /dev/shm into each container
+(its CDI edits), so the servers mount no /dev/shm of colo's. The device plugin's own MPS mode mounts the same
+(k8s-device-plugin internal/plugin/mps.go), so there too colo adds only the servers' thread caps.
 """
 
 from __future__ import annotations
@@ -136,6 +137,6 @@ def pod_gpu(method: str, pair: PairPlan, context: PairingContext) -> PodGpu:
     route = pair.sharing.route if pair.sharing is not None else None
     if route == "in-pod daemon":
         return with_daemon(method, gpu, pair)
-    if route == "dra driver":
+    if route in ("dra driver", "device plugin"):  # each mounts its daemon's /dev/shm into the servers itself
         return replace(gpu, servers=[replace(s, shm_from_gpu=True) for s in gpu.servers])
     return gpu

@@ -154,3 +154,23 @@ def test_time_slice_sharing_adds_nothing(checked_in_run: Callable[[str, bool], P
             assert DAEMON_CONTAINER not in names and "shareProcessNamespace" not in spec
         for template in run.mocks.of_type("kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"):
             assert "config" not in template.inputs["spec"]["spec"]["devices"]
+
+
+def test_the_device_plugins_own_mps_gets_no_daemon_and_leaves_dev_shm_to_the_plugin(
+    run_variant: Callable[[StackFile], ProgramRun], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the plugin's equal split holds the pair (and the pinned limit is known not to change the total)."""
+    pretend_measured(monkeypatch, "L40S", reports_pinned_limit=False)
+    base = _mps("local", embedding_cap=25)
+    values = copy.deepcopy(base.values)
+    values["nodePool"]["devicePlugin"] = {"managedBy": "elsewhere", "sharedReplicas": 2, "sharesBy": "mps"}
+    values["pairs"][0]["llm"]["gpuMemoryUtilization"] = 0.4
+    run = run_variant(replace(base, values=values))
+    assert not run.mocks.of_type("kubernetes:apps/v1:DaemonSet")  # no plugin of colo's
+    (spec,) = _pods(run)
+    names = [c["name"] for c in containers_in_start_order(spec)]
+    assert DAEMON_CONTAINER not in names and "shareProcessNamespace" not in spec
+    for server in containers_in_start_order(spec):
+        assert limits_of(server)[SHARED] == "1"
+        assert "/dev/shm" not in _mounts(server)
+    assert env_of(by_name(spec["initContainers"])["embedding"])["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] == "25"
