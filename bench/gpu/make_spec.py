@@ -10,6 +10,11 @@ file), `env`, and `probe: true` (harness.startup_probe records its startup memor
 stand for servers of other stacks (`same_as`) only where their arguments are identical, so one process is
 compared against each plan. Models come with their catalog config, from which the runner writes the
 directories vLLM loads.
+
+A run with `mps: true` has the runner keep a private CUDA MPS control daemon (bench/gpu/harness/mps.py); its
+`derived` servers are copies of planned ones that differ only in what the pod would add: another `--port` (so
+several copies can run at once), environment (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE), and whether they start as MPS
+clients (`mps_client`). Every other argument stays the plan's.
 """
 
 from __future__ import annotations
@@ -119,11 +124,47 @@ def _with_options(servers: dict[str, dict[str, Any]], options: Mapping[str, Any]
         servers[name].update({key: chosen[key] for key in SERVER_OPTIONS if key in chosen})
 
 
+def _with_port(args: list[str], port: int) -> list[str]:
+    changed = list(args)
+    changed[changed.index("--port") + 1] = str(port)
+    return changed
+
+
+def derived_servers(
+    run: Mapping[str, Any], servers: Mapping[str, dict[str, Any]]
+) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
+    """The run's copies of planned servers, and whom each stands for: the planned servers (with the same arguments)
+    whose plans its log is verified against, as listed; a copy that lists none is measured, not verified."""
+    derived: dict[str, dict[str, Any]] = {}
+    stands: dict[str, list[str]] = {}
+    for entry in run.get("derived", []):
+        name, origin = entry["name"], entry["from"]
+        if name in servers or name in derived:
+            raise SpecError(f"derived server {name} is named like another server")
+        if origin not in servers:
+            raise SpecError(f"derived server {name} comes from {origin}, which no planned stack has")
+        for other in entry.get("stands_for", []):
+            if other not in servers or servers[other]["args"] != servers[origin]["args"]:
+                raise SpecError(f"{name} cannot stand for {other}: their planned arguments differ")
+        server = {**servers[origin], "args": list(servers[origin]["args"])}  # a copy of its own
+        if "port" in entry:
+            server["port"] = int(entry["port"])
+            server["args"] = _with_port(server["args"], server["port"])
+        server["env"] = {str(k): str(v) for k, v in entry.get("env", {}).items()}
+        server["mps_client"] = bool(entry.get("mps_client", False))
+        server["derived_from"] = origin
+        derived[name] = server
+        stands[name] = list(entry.get("stands_for", []))  # compare_run verifies these plans with its log
+    return derived, stands
+
+
 def build_spec(run: Mapping[str, Any], plans: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     servers: dict[str, dict[str, Any]] = {}
     for stack, plan in plans.items():
         servers.update(plan_servers(stack, plan))
     _with_options(servers, run.get("server_options") or {})
+    derived, derived_stands = derived_servers(run, servers)
+    servers.update(derived)
     actions: list[dict[str, Any]] = []
     started: dict[str, list[str]] = {}
     for action in run["actions"]:
@@ -134,7 +175,7 @@ def build_spec(run: Mapping[str, Any], plans: Mapping[str, Mapping[str, Any]]) -
             for other in action.get("same_as", []):
                 if other not in servers or servers[other]["args"] != servers[name]["args"]:
                     raise SpecError(f"{name} cannot stand for {other}: their planned arguments differ")
-            started[name] = [name, *action.get("same_as", [])]
+            started[name] = derived_stands.get(name, [name, *action.get("same_as", [])])
             actions.append({k: v for k, v in action.items() if k != "same_as"})
         elif "load" in action:
             phase = action["load"]
@@ -147,6 +188,7 @@ def build_spec(run: Mapping[str, Any], plans: Mapping[str, Mapping[str, Any]]) -
     return {
         "name": run["name"],
         "deadline_s": run["deadline_s"],
+        "mps": bool(run.get("mps", False)),
         "gpu": 0,
         "env": {**ENV, **run.get("env", {})},
         "extra_args": list(EXTRA_ARGS),

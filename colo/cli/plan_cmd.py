@@ -105,6 +105,8 @@ def _pair_lines(pair: dict[str, Any], markdown: bool) -> list[str]:
         for c in pair["startup_checks"]
     )
     lines.append(f"startup checks in order: {checks}")
+    if pair.get("compute_sharing"):
+        lines += pair["compute_sharing"]["lines"]
     for server in pair["servers"]:
         if (source := server["model_source"])["kind"] == "hub":
             pin = f"revision {source['revision']}" if source["revision"] else "main, unpinned"

@@ -14,6 +14,7 @@ import pulumi_kubernetes as k8s
 
 DEVICE_CLASS = "gpu.nvidia.com"
 CLAIM_NAME = "gpu"  # the name containers use in resources.claims
+REQUEST_NAME = "gpu"  # the claim's one device request
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,25 @@ class GpuClaimTemplateArgs:
     namespace: pulumi.Input[str]
     labels: dict[str, str]
     template_name: str = "single-gpu"  # what each pod's resourceClaimTemplateName names
+    mps: bool = False  # the driver shares the claimed GPU among the pod's servers by CUDA MPS
+
+
+def mps_config() -> k8s.resource.v1.DeviceClaimConfigurationArgs:
+    """The driver's MPS sharing for the claim's GPU (kubernetes-sigs/dra-driver-nvidia-gpu
+    api/nvidia.com/resource/v1beta1: GpuConfig, GpuSharing strategy MPS; needs its MPSSupport feature gate). No
+    default limits: every client may use all threads and memory unless its own CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
+    lowers its share, and memory is colo's budget's to divide."""
+    return k8s.resource.v1.DeviceClaimConfigurationArgs(
+        requests=[REQUEST_NAME],
+        opaque=k8s.resource.v1.OpaqueDeviceConfigurationArgs(
+            driver=DEVICE_CLASS,
+            parameters={
+                "apiVersion": "resource.nvidia.com/v1beta1",
+                "kind": "GpuConfig",
+                "sharing": {"strategy": "MPS"},
+            },
+        ),
+    )
 
 
 class GpuClaimTemplate(pulumi.ComponentResource):
@@ -40,12 +60,13 @@ class GpuClaimTemplate(pulumi.ComponentResource):
                     devices=k8s.resource.v1.DeviceClaimArgs(
                         requests=[
                             k8s.resource.v1.DeviceRequestArgs(
-                                name="gpu",
+                                name=REQUEST_NAME,
                                 exactly=k8s.resource.v1.ExactDeviceRequestArgs(
                                     device_class_name=DEVICE_CLASS
                                 ),
                             )
-                        ]
+                        ],
+                        config=[mps_config()] if args.mps else None,
                     )
                 )
             ),

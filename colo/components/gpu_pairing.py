@@ -19,6 +19,7 @@ from colo.components.gpu_claim import CLAIM_NAME
 from colo.components.pod_scripts import SCRIPTS_DIR, script_path
 from colo.components.pod_security import container_security_context
 from colo.plan.pair import PairPlan
+from colo.plan.server import Server
 
 UUID_DIR = "/run/colo/gpu"
 UUID_FILE = f"{UUID_DIR}/uuid"
@@ -33,6 +34,7 @@ class ServerGpu:
     env: list[k8s.core.v1.EnvVarArgs] = field(default_factory=list)
     mounts: list[k8s.core.v1.VolumeMountArgs] = field(default_factory=list)
     command_prefix: list[str] = field(default_factory=list)
+    shm_from_gpu: bool = False  # the GPU's driver mounts /dev/shm (DRA with MPS): colo mounts none of its own
 
     @property
     def uses_scripts(self) -> bool:
@@ -46,6 +48,9 @@ class PodGpu:
     volumes: list[k8s.core.v1.VolumeArgs] = field(default_factory=list)
     resource_claims: list[k8s.core.v1.PodResourceClaimArgs] = field(default_factory=list)
     affinity: k8s.core.v1.AffinityArgs | None = None
+    share_process_namespace: bool = (
+        False  # one PID namespace for the pod (an in-pod MPS daemon sees its clients)
+    )
 
     @property
     def uses_scripts(self) -> bool:
@@ -118,26 +123,28 @@ def uuid_handoff(pair: PairPlan, context: PairingContext) -> PodGpu:
         security_context=container_security_context(),
         volume_mounts=[uuid_mount, scripts_mount],
     )
-    consumers = [
-        ServerGpu(
-            env=[
-                k8s.core.v1.EnvVarArgs(name="NVIDIA_VISIBLE_DEVICES", value="all"),
-                k8s.core.v1.EnvVarArgs(name="NVIDIA_DRIVER_CAPABILITIES", value="compute,utility"),
-                k8s.core.v1.EnvVarArgs(name="COLO_GPU_UUID_FILE", value=UUID_FILE),
-                k8s.core.v1.EnvVarArgs(
-                    name="COLO_VLLM_ACCEPTS_UUID",
-                    value="true" if server.accepts_gpu_uuid else "false",
-                ),
-            ],
-            mounts=[k8s.core.v1.VolumeMountArgs(name=UUID_VOLUME, mount_path=UUID_DIR, read_only=True)],
-            command_prefix=["bash", script_path("gpu-uuid-consume.sh"), "--"],
-        )
-        for server in others
-    ]
+    consumers = [uuid_consumer(server) for server in others]
     return PodGpu(
         servers=[ServerGpu(limits={WHOLE_RESOURCE: "1"}), *consumers],
         init_containers=[discover],
         volumes=[k8s.core.v1.VolumeArgs(name=UUID_VOLUME, empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs())],
+    )
+
+
+def uuid_consumer(server: Server) -> ServerGpu:
+    """A server that requests no GPU, sees every GPU, and points CUDA at the one the init container recorded."""
+    return ServerGpu(
+        env=[
+            k8s.core.v1.EnvVarArgs(name="NVIDIA_VISIBLE_DEVICES", value="all"),
+            k8s.core.v1.EnvVarArgs(name="NVIDIA_DRIVER_CAPABILITIES", value="compute,utility"),
+            k8s.core.v1.EnvVarArgs(name="COLO_GPU_UUID_FILE", value=UUID_FILE),
+            k8s.core.v1.EnvVarArgs(
+                name="COLO_VLLM_ACCEPTS_UUID",
+                value="true" if server.accepts_gpu_uuid else "false",
+            ),
+        ],
+        mounts=[k8s.core.v1.VolumeMountArgs(name=UUID_VOLUME, mount_path=UUID_DIR, read_only=True)],
+        command_prefix=["bash", script_path("gpu-uuid-consume.sh"), "--"],
     )
 
 

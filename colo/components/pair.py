@@ -22,8 +22,9 @@ from colo.components.containers import (
     weight_sync_container,
 )
 from colo.components.gpu_claim import GpuClaimTemplate, GpuClaimTemplateArgs
-from colo.components.gpu_pairing import PAIRING, PairingContext, PodGpu, ServerGpu
+from colo.components.gpu_pairing import PairingContext, PodGpu, ServerGpu
 from colo.components.labels import colo_labels, instance_selector, pair_labels_of, pair_selector_of
+from colo.components.mps_daemon import pod_gpu
 from colo.components.network_policy import ingress_policy, policy_peer
 from colo.components.pair_args import ColocatedPairArgs, plan_colocated_pair
 from colo.components.pair_figures import PairFigures
@@ -119,11 +120,12 @@ class ColocatedPair(pulumi.ComponentResource):
                     self._args.namespace,
                     colo_labels(self._instance, "gpu-claim"),
                     template_name=f"{name}-gpu",
+                    mps=self._pair.sharing is not None and self._pair.sharing.route == "dra driver",
                 ),
                 pulumi.ResourceOptions(parent=self),
             ).template_name
         context = PairingContext(instance_selector(self._instance), template)
-        return PAIRING[method](self._pair, context)
+        return pod_gpu(method, self._pair, context)
 
     def _pod_scripts(self, name: str) -> pulumi.Input[str] | None:
         if self._args.scripts_config_map is not None:
@@ -189,7 +191,10 @@ class ColocatedPair(pulumi.ComponentResource):
             readiness_probe=running_probe(server),
             liveness_probe=running_probe(server),
             security_context=container_security_context(),
-            volume_mounts=[*server_mounts(bool(gate) or gpu.uses_scripts), *gpu.mounts],
+            volume_mounts=[
+                *server_mounts(bool(gate) or gpu.uses_scripts, shm=not gpu.shm_from_gpu),
+                *gpu.mounts,
+            ],
             restart_policy="Always" if sidecar else None,
         )
 
@@ -211,6 +216,7 @@ class ColocatedPair(pulumi.ComponentResource):
             volumes=[*volumes, *gpu.volumes],
             resource_claims=gpu.resource_claims or None,
             affinity=gpu.affinity,
+            share_process_namespace=gpu.share_process_namespace or None,
             node_selector=self._node_selector,
             tolerations=tolerations(self._tolerations),
             security_context=pod_security_context(),

@@ -48,6 +48,11 @@ from colo.vllm import (
 
 NodeImage = Literal["al2023-nvidia", "bottlerocket-nvidia", "gpu-operator-cdi", "generic-nvidia-runtime"]
 GpuPairing = Literal["uuid-handoff", "dra", "time-slice"]
+# How the servers of one GPU share its compute (docs/compute-sharing.md): the driver's default time slices between
+# their CUDA contexts, or CUDA MPS, under which their kernels run at the same time.
+ComputeSharing = Literal["time-slice", "mps"]
+# CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: an MPS client's share of the GPU's threads, in percent.
+MpsThreadPercentage = Annotated[int, Field(ge=1, le=100)]
 SpeculativeMethod = Literal["mtp", "eagle", "eagle3", "ngram"]
 # vLLM's --dtype names in every release colo mirrors (colo/vllm/rules.yaml dtype_names: the same six from 0.8.0 to
 # 0.33.0); a server's pinned release narrows them in ServerSpec._names_of_the_release.
@@ -457,6 +462,11 @@ class ServerSpec(_Model):
     kv_cache_memory_bytes: KvCacheMemoryBytes | None = Field(
         default=None, description="Override: a fixed KV pool (vLLM >= 0.10.2)"
     )
+    mps_active_thread_percentage: MpsThreadPercentage | None = Field(
+        default=None,
+        description="With cluster.computeSharing: mps, a companion's CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: the share of "
+        "the GPU's threads its kernels may occupy; omitted = no cap",
+    )
     vllm: VllmImage = VllmImage()
     extra_args: Annotated[list[ExtraArg], Field(max_length=MAX_EXTRA_ARGS)] = Field(default_factory=list)
     cpu: CliText | None = Field(default=None, description="CPU request; default by role (colo.roles)")
@@ -593,6 +603,16 @@ class Cluster(_Model):
     native_sidecars: bool | None = Field(
         default=None, description="Restartable init containers; default: on from Kubernetes 1.29"
     )
+    compute_sharing: ComputeSharing = Field(
+        default="time-slice",
+        description="How the servers of a GPU share its compute: time-slice (the driver's default: one context's "
+        "kernels at a time) or mps (CUDA MPS: kernels of every server run at once); docs/compute-sharing.md",
+    )
+    dra_mps_support: bool = Field(
+        default=False,
+        description="gpuPairing dra with computeSharing mps: the cluster's NVIDIA DRA driver runs with its MPSSupport "
+        "feature gate on, as you have checked",
+    )
 
     @field_validator("kubernetes_version", mode="before")
     @classmethod
@@ -637,6 +657,11 @@ class DevicePlugin(_Model):
         default=None,
         description="time-slice with a plugin managed elsewhere: the replicas per GPU it advertises as "
         "nvidia.com/gpu.shared, as you have checked in its config",
+    )
+    shares_by: Literal["time-slicing", "mps"] = Field(
+        default="time-slicing",
+        description="How a plugin managed elsewhere shares each GPU among its sharedReplicas: its time-slicing, or "
+        "its own MPS mode (sharing.mps: an equal share of threads and memory per replica)",
     )
 
 

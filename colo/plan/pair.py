@@ -8,14 +8,22 @@ weight syncs).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from colo.catalog import GpuSpec
 from colo.config.schema import Budget, Pair, ServerSpec, StackConfig, Storage
 from colo.errors import Problem
 from colo.plan.calibration import calibrate
+from colo.plan.compute_sharing import (
+    THREAD_ENV,
+    PairSharing,
+    device_plugin_fit_problems,
+    pair_clients,
+    pair_sharing,
+    thread_percentage,
+)
 from colo.plan.model_volume import weights_dir
 from colo.plan.placement import Placement
 from colo.plan.probes import IMAGE_PULL_S, ProbeBudget, startup_budget
@@ -30,6 +38,7 @@ from colo.vllm import (
     HubError,
     HubModel,
     ModelArchitecture,
+    MpsClient,
     ProcessSpec,
     QuantizationRefused,
     ServerPlan,
@@ -37,6 +46,7 @@ from colo.vllm import (
     ServerSettings,
     VllmRules,
     architecture_from_path,
+    gpu_as_client,
     kv_cache_memory_bytes_missing,
     named_model,
     plan_gpu,
@@ -60,6 +70,7 @@ class PairPlan:
     placement: Placement
     weight_syncs: tuple[WeightSyncStep, ...] = ()  # init containers ahead of every server, in start order
     service_account: str | None = None  # storage.syncServiceAccount, for pods that copy from S3
+    sharing: PairSharing | None = None  # how its servers share the GPU's compute (cluster.computeSharing)
 
     @property
     def llm(self) -> Server:
@@ -230,9 +241,18 @@ def vllm_env(checked: CheckedServer) -> tuple[tuple[str, str], ...]:
     return tuple(env)
 
 
-def process_spec(checked: CheckedServer, gpu_spec: GpuSpec, budget: Budget) -> ProcessSpec:
+def mps_env(config: StackConfig, checked: CheckedServer) -> tuple[tuple[str, str], ...]:
+    """A capped MPS client's share of the GPU's threads, which CUDA reads as the process starts."""
+    if config.cluster.compute_sharing != "mps" or checked.spec.mps_active_thread_percentage is None:
+        return ()
+    return ((THREAD_ENV, str(thread_percentage(config, checked.spec))),)
+
+
+def process_spec(
+    checked: CheckedServer, gpu_spec: GpuSpec, budget: Budget, mps: MpsClient | None = None
+) -> ProcessSpec:
     """The engine limits vLLM will run with: the server's own, else the budget's for the small servers,
-    else vLLM's defaults."""
+    else vLLM's defaults. As an MPS client (`mps`) its context is the client's, whatever a calibration says."""
     server, arch = checked.spec, checked.arch
     small = ROLES[checked.role].pooling
     max_len = server.max_model_len or (
@@ -271,25 +291,33 @@ def process_spec(checked: CheckedServer, gpu_spec: GpuSpec, budget: Budget) -> P
         flashinfer_installed=server.vllm.sampler_flashinfer,
         torch_release=server.vllm.torch_release,
     )
-    return calibrate(spec, budget.calibration)
+    spec = calibrate(spec, budget.calibration)
+    return spec if mps is None else replace(spec, gpu=gpu_as_client(spec.gpu, mps))
 
 
 def _eager_setting(server: ServerSpec) -> str:
     return "true" if server.enforce_eager is True else "false" if server.enforce_eager is False else "auto"
 
 
-def size_pair(checked: list[CheckedServer], gpu_spec: GpuSpec, budget: Budget) -> GpuPlan:
-    """Every server sized on the pair's GPU in start order; the LLM, last, takes what is left."""
+def size_pair(
+    checked: list[CheckedServer],
+    gpu_spec: GpuSpec,
+    budget: Budget,
+    mps: Sequence[MpsClient | None] | None = None,
+) -> GpuPlan:
+    """Every server sized on the pair's GPU in start order; the LLM, last, takes what is left. `mps`: each
+    server's MPS client figures, in the same order, under computeSharing mps."""
+    clients = list(mps) if mps is not None else [None] * len(checked)
     requests = [
         ServerRequest(
             server.role,
             server.path,
-            process_spec(server, gpu_spec, budget),
+            process_spec(server, gpu_spec, budget, client),
             _eager_setting(server.spec),
             budget.embedding_concurrency if ROLES[server.role].pooling else budget.llm_min_concurrency,
             pin_kv=budget.kv_cache_sizing == "pinned",
         )
-        for server in checked
+        for server, client in zip(checked, clients, strict=True)
     ]
     return plan_gpu(gpu_spec, requests, budget.safety_margin_mib)
 
@@ -354,6 +382,7 @@ def assemble_pair(
     probes: list[ProbeBudget],
     placement: Placement,
     config: StackConfig,
+    sharing: PairSharing | None = None,
 ) -> PairPlan:
     servers = tuple(
         Server(
@@ -369,7 +398,7 @@ def assemble_pair(
             ready.spec.memory or ROLES[ready.role].memory,
             ready.spec.weights_uri,
             memory_plan,
-            vllm_env(ready),
+            vllm_env(ready) + mps_env(config, ready),
             model_source(ready),
             ready.hub is not None and ready.hub.gated,
         )
@@ -379,7 +408,7 @@ def assemble_pair(
     )
     syncs = tuple(step for s in servers if (step := weight_sync_step(pair_name, s, config)) is not None)
     account = config.storage.sync_service_account if syncs else None
-    return PairPlan(pair_name, servers, gpu_plan, placement, syncs, account)
+    return PairPlan(pair_name, servers, gpu_plan, placement, syncs, account, sharing)
 
 
 def plan_pair(
@@ -395,12 +424,15 @@ def plan_pair(
     token = config.hub_token.get_secret_value() if config.hub_token else None
     checked, problems = validate_pair(pair, index, s3_profile, config.project_dir, token)
     problems += refusal_problems(checked, gpu_spec)
+    clients, unmeasured = pair_clients(config, index, pair.servers_in_start_order(), gpu_spec)
+    problems += unmeasured
     if problems:
         return None, problems
-    gpu_plan = size_pair(checked, gpu_spec, config.budget)
+    gpu_plan = size_pair(checked, gpu_spec, config.budget, clients)
     args = [
         server_args(pair.name, server, plan) for server, plan in zip(checked, gpu_plan.servers, strict=True)
     ]
     probes = startup_probes(checked, gpu_plan, config.storage, native_sidecars)
-    pair_plan = assemble_pair(pair.name, checked, gpu_plan, args, probes, placement, config)
-    return pair_plan, list(gpu_plan.problems)
+    sharing = pair_sharing(config, pair, gpu_spec, clients)
+    pair_plan = assemble_pair(pair.name, checked, gpu_plan, args, probes, placement, config, sharing)
+    return pair_plan, [*gpu_plan.problems, *device_plugin_fit_problems(config, gpu_plan)]

@@ -6,6 +6,7 @@ from typing import Any
 
 from colo.catalog import MIB
 from colo.plan.capacity import capacity_view
+from colo.plan.compute_sharing import sharing_view
 from colo.plan.pair import PairPlan
 from colo.plan.server import Server
 from colo.plan.stack import Plan
@@ -62,6 +63,7 @@ def pair_view(pair: PairPlan) -> dict[str, Any]:
             for s in pair.servers
         ],
         "servers": [server_view(s) for s in pair.servers],
+        "compute_sharing": sharing_view(pair.sharing) if pair.sharing else None,
     }
 
 

@@ -15,6 +15,7 @@ from colo.config.schema import StackConfig
 from colo.errors import Problem
 from colo.plan.calibration import calibration_problem
 from colo.plan.capacity import capacity_problems
+from colo.plan.compute_sharing import daemon_slices, sharing_problems
 from colo.plan.hub_access import hub_access_warnings
 from colo.plan.monitoring import observability_warnings, scrape_warnings
 from colo.plan.pair import PairPlan, S3Profile, plan_pair
@@ -61,6 +62,7 @@ def make_plan(
     `device_plugin_checks=False` plans a pair declared on its own (colo.components.ColocatedPair): who runs
     the device plugin, and how many slices it offers, is then said where the plugin is declared."""
     problems = platform_problems(config) + (device_plugin_problems(config) if device_plugin_checks else [])
+    problems += sharing_problems(config)
     if (unusable := calibration_problem(config.budget.calibration)) is not None:
         problems.append(Problem("colo:budget.calibration", unusable))
     selector, tolerations = node_selector(config), gpu_tolerations()
@@ -110,8 +112,8 @@ def make_plan(
     if instance is not None:
         for pods in pods_by_node.values():
             problems += node_fit_problems(instance, pods)
-    # A shared GPU offers as many time-slices as the largest pair has servers.
-    servers_per_gpu = max((len(pair.servers) for pair in pairs), default=0)
+    # A shared GPU offers as many time-slices as the largest pair has servers (and its MPS daemon, if in the pod).
+    servers_per_gpu = max((len(pair.servers) for pair in pairs), default=0) + daemon_slices(config)
     plugin = device_plugin(config, servers_per_gpu)
     return Plan(
         config,

@@ -38,6 +38,7 @@ from colo.vllm.colocate import GpuPlan, ServerPlan, ServerRequest, plan_gpu
 from colo.vllm.estimator import Estimate, EstimateRefused, EstimateRequest, estimate, estimate_view
 from colo.vllm.extra_args import extra_arg_refusal
 from colo.vllm.memory_inputs import FLASHINFER_SAMPLER_ENV
+from colo.vllm.mps import MpsClient, gpu_as_client, mps_client, unmeasured_reason
 from colo.vllm.process.budget import ProcessBudget, ProcessSpec, geometry_for
 from colo.vllm.process.calibrated import calibrated
 from colo.vllm.process.cudagraph import SMALL_CAPTURE_SIZES, kib_per_graph_field
@@ -79,6 +80,7 @@ __all__ = [
     "HubError",
     "HubModel",
     "ModelArchitecture",
+    "MpsClient",
     "Observation",
     "ProcessBudget",
     "ProcessSpec",
@@ -101,12 +103,14 @@ __all__ = [
     "estimate_view",
     "extra_arg_refusal",
     "geometry_for",
+    "gpu_as_client",
     "gpu_view",
     "header_length",
     "in_gib",
     "kib_per_graph_field",
     "kv_cache_memory_bytes_missing",
     "measured_constants",
+    "mps_client",
     "named_model",
     "parameter_parts",
     "parse_config_json",
@@ -123,6 +127,7 @@ __all__ = [
     "served_architecture",
     "supported_range",
     "tensor_bytes_by_part",
+    "unmeasured_reason",
     "vllm_arguments",
     "vllm_refusals",
 ]

@@ -328,7 +328,7 @@ def test_karpenter_refuses_node_images_it_has_no_alias_for() -> None:
 
 def test_a_gpu_given_by_memory_alone_is_refused_because_karpenter_chooses_by_ec2_gpu() -> None:
     raw = example_raw("karpenter")
-    raw["nodePool"] = {"mode": "karpenter", "gpuMemoryMiB": 40000}
+    raw["nodePool"] = {"mode": "karpenter", "gpuMemoryMiB": 40000, "gpuComputeCapability": "8.9"}
     config = parse_stack_config(raw)
     assert any("EC2 reports" in m for m in problems_at(config, "colo:nodePool.gpu"))
 

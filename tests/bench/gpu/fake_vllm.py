@@ -87,6 +87,22 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(f"data: {json.dumps(usage)}\n\ndata: [DONE]\n\n".encode())
 
 
+def mps_connect() -> Path | None:
+    """As CUDA does: a client of the MPS daemon whose control socket is in CUDA_MPS_PIPE_DIRECTORY, else a plain
+    context. The fake daemon (tests/bench/gpu/fake_mps_control.sh) lists the files under clients/ as clients."""
+    pipe = os.environ.get("CUDA_MPS_PIPE_DIRECTORY")
+    if not pipe or not (Path(pipe) / "control").exists():
+        print("fake vllm: plain CUDA context (no MPS daemon)", flush=True)
+        return None
+    share = os.environ.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "100")
+    print(f"fake vllm: MPS client at {share} % threads", flush=True)
+    clients = Path(pipe) / "clients"
+    clients.mkdir(exist_ok=True)
+    mine = clients / str(os.getpid())
+    mine.write_text(share)
+    return mine
+
+
 def main() -> int:
     args = sys.argv[1:]
     if not args or args[0] != "serve":
@@ -112,6 +128,7 @@ def main() -> int:
         return 1
     state = Path(os.environ["FAKE_GPU_STATE"]) / str(os.getpid())
     state.write_text(os.environ.get("FAKE_VLLM_MIB", "1000"))
+    client = mps_connect()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     print("\n".join(startup_lines(options)), flush=True)
     # what the harness's startup probe (probe_site/sitecustomize.py) installed in this process, if anything
@@ -121,6 +138,8 @@ def main() -> int:
         server.serve_forever()
     finally:
         state.unlink(missing_ok=True)
+        if client is not None:
+            client.unlink(missing_ok=True)
     return 0
 
 
