@@ -27,7 +27,15 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 import colo.config.formats as formats
 from colo.aws.s3_uri import s3_prefix_problem
-from colo.catalog.images import BuildFacts, ImageLookupError, UnknownImage, find_image, official_build
+from colo.catalog.images import (
+    BuildFacts,
+    ImageLookupError,
+    MovingImageTag,
+    UnknownImage,
+    find_image,
+    official_build,
+    split_reference,
+)
 from colo.config.cli_values import CliText
 from colo.echo import shown
 from colo.roles import START_ORDER, Role
@@ -236,6 +244,14 @@ class VllmImage(_Model):
     @field_validator("image")
     @classmethod
     def _pinned(cls, value: str | None) -> str | None:
+        """A moving tag is refused in the catalog's words (which name the release `latest` is today)."""
+        if value is not None and "@" not in value and split_reference(value)[1] == "latest":
+            try:
+                find_image(value)
+            except MovingImageTag as moving:
+                raise ValueError(str(moving)) from None
+            except (ImageLookupError, ValueError):
+                pass  # refused below, as any unpinned reference
         return require_pinned(value)
 
     @model_validator(mode="after")
