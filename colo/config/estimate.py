@@ -49,6 +49,7 @@ class EstimateArguments(BaseModel):
     gpu: str | None = None
     gpu_memory_mib: GpuMemoryMiB | None = None
     vllm_version: VllmVersion
+    assume_rules_of: VllmVersion | None = None
     gpu_memory_utilization: GpuMemoryUtilization | None = None
     max_model_len: MaxModelLen | None = None
     max_num_seqs: MaxNumSeqs | None = None
@@ -97,6 +98,7 @@ class EstimateArguments(BaseModel):
             model=self.model,
             revision=self.revision,
             vllm_version=self.vllm_version,
+            assume_rules_of=self.assume_rules_of,
             gpu=self.gpu,
             gpu_memory_mib=self.gpu_memory_mib,
             gpu_memory_utilization=self.gpu_memory_utilization,

@@ -44,6 +44,7 @@ from colo.vllm import (
     ServeArgsRefusal,
     all_kv_cache_dtypes,
     all_quantization_names,
+    assumption_refusal,
     check_quantization_name,
     dtype_names,
     extra_arg_refusal,
@@ -240,6 +241,12 @@ class VllmImage(_Model):
         description="The build facts of an image colo's catalog does not know (or leaves unstated); refused "
         "for one it knows",
     )
+    assume_rules_of: VllmVersion | None = Field(
+        default=None,
+        description="At your own risk: plan a vLLM release newer than every release colo mirrors with the "
+        "memory rules, argument tables and image build facts of this mirrored one (the newest, say); the "
+        "plan warns that it does",
+    )
 
     @field_validator("image")
     @classmethod
@@ -256,12 +263,20 @@ class VllmImage(_Model):
 
     @model_validator(mode="after")
     def _the_image_runs_the_version_and_its_build_is_known(self) -> VllmImage:
-        """The budget mirrors `version` and the build of the image that runs it: neither may be assumed."""
+        """The budget mirrors `version` and the build of the image that runs it: neither may be assumed, unless
+        the stack assumes another release's rules for it (`assumeRulesOf`, with that release's build facts)."""
+        if self.assume_rules_of is not None:
+            if (refused := assumption_refusal(self.version, self.assume_rules_of)) is not None:
+                raise ValueError(f"assumeRulesOf: {refused}")
+            if self.image is None:
+                return self
         if self.image is None and official_build(self.version) is None:
             return self._default_image_without_facts()
         try:
             known = find_image(self.resolved_image)
         except UnknownImage:
+            if self.assume_rules_of is not None:
+                return self  # the assumed release's facts stand in, where vllm.build leaves them unstated
             if self.build is None or self._unstated(None):
                 keys = ", ".join(f"vllm.build.{k}" for k in BUDGET_BUILD_KEYS)
                 raise ValueError(
@@ -318,11 +333,24 @@ class VllmImage(_Model):
         return self.image or f"vllm/vllm-openai:v{self.version}"
 
     @property
+    def rules_version(self) -> str:
+        """The release whose rules and tables size this server: its own, or the one it assumes."""
+        return self.assume_rules_of or self.version
+
+    @property
     def flashinfer_installed(self) -> bool:
-        """Whether the image carries FlashInfer (its dummy sampler's path): the stack's word, else the catalog's."""
+        """Whether the image carries FlashInfer (its dummy sampler's path): the stack's word, else the catalog's
+        (for a server that assumes another release's rules, that release's official image where the catalog
+        does not know its own)."""
         stated = self.build.flashinfer if self.build is not None else None
         if stated is None:
-            stated = find_image(self.resolved_image).build.flashinfer
+            try:
+                stated = find_image(self.resolved_image).build.flashinfer
+            except UnknownImage:
+                assumed = official_build(self.assume_rules_of) if self.assume_rules_of else None
+                if assumed is None:
+                    raise
+                stated = assumed.build.flashinfer
         return bool(stated)
 
 
@@ -439,12 +467,12 @@ class ServerSpec(_Model):
         errors = [
             _error(("extraArgs", index), reason, arg)
             for index, arg in enumerate(self.extra_args)
-            if (reason := extra_arg_refusal(arg, self.vllm.version)) is not None
+            if (reason := extra_arg_refusal(arg, self.vllm.rules_version)) is not None
         ]
         if not errors and self.extra_args and (refused := self._vllm_parser_refusal()) is not None:
             where = ("extraArgs",) if refused.index is None else ("extraArgs", refused.index)
             arg = self.extra_args[refused.index] if refused.index is not None else " ".join(self.extra_args)
-            errors.append(_error(where, f"vLLM {self.vllm.version} would not start: {refused}", arg))
+            errors.append(_error(where, f"vLLM {self.vllm.rules_version} would not start: {refused}", arg))
         if errors:
             raise ValidationError.from_exception_data(type(self).__name__, errors)
         return self
@@ -452,7 +480,7 @@ class ServerSpec(_Model):
     def _vllm_parser_refusal(self) -> ServeArgsRefusal | None:
         """What the pinned release's own `vllm serve` parser makes of the extra arguments after the model."""
         try:
-            return serve_args_refusal(self.vllm.version, self.extra_args, [self.model])
+            return serve_args_refusal(self.vllm.rules_version, self.extra_args, [self.model])
         except ValueError:  # a release colo does not mirror: refused at vllm.version
             return None
 
@@ -482,17 +510,16 @@ class ServerSpec(_Model):
     def _names_of_the_release(self) -> ServerSpec:
         """vLLM's argparse accepts only its release's names; whether the name fits the checkpoint is checked
         once its config is read (colo.vllm.checkpoint.quant_methods.resolve_architecture)."""
+        version = self.vllm.rules_version
         if self.quantization is not None:
-            check_quantization_name(self.quantization, self.vllm.version)
-        names = dtype_names(self.vllm.version)
+            check_quantization_name(self.quantization, version)
+        names = dtype_names(version)
         if self.dtype is not None and names is not None and self.dtype not in names:
-            raise ValueError(
-                f"vLLM {self.vllm.version} has no --dtype '{self.dtype}'; it accepts: {', '.join(names)}"
-            )
-        dtypes = quant_release(self.vllm.version).kv_cache_dtypes
+            raise ValueError(f"vLLM {version} has no --dtype '{self.dtype}'; it accepts: {', '.join(names)}")
+        dtypes = quant_release(version).kv_cache_dtypes
         if self.kv_cache_dtype not in dtypes:
             raise ValueError(
-                f"vLLM {self.vllm.version} has no kv-cache dtype '{self.kv_cache_dtype}'; it accepts: "
+                f"vLLM {version} has no kv-cache dtype '{self.kv_cache_dtype}'; it accepts: "
                 f"{', '.join(dtypes)}"
             )
         return self
