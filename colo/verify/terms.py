@@ -52,6 +52,8 @@ TERMS: tuple[Term, ...] = (
     Term("activation", "peak activation", "GiB", Tolerance(relative=0.25, absolute=0.25)),
     Term("non_torch", "non-torch memory", "GiB", Tolerance(absolute=0.25)),
     Term("cuda_graph", "CUDA graph memory", "GiB", Tolerance(relative=0.30, absolute=0.25)),
+    # vLLM 0.34+ (extensible KV cache): "Memory after warmup: F GiB free", which the KV cache is sized from
+    Term("free_after_warmup", "free memory after warm-up", "GiB", Tolerance(absolute=0.5)),
     Term("kv_pool", "Available KV cache memory", "GiB", Tolerance(relative=0.05, absolute=0.05)),
     Term("kv_tokens", "GPU KV cache size", "tokens", Tolerance(relative=0.05)),
     Term("max_concurrency", "Maximum concurrency", "x", Tolerance(relative=0.05, absolute=0.01)),
