@@ -1082,6 +1082,11 @@ def oracle_of(
 
 def append_releases(results: dict[str, dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The committed table and oracle with `results` (releases newer than the table's newest) appended."""
+    unlisted = [release for release in results if release not in RELEASES]
+    if unlisted:
+        raise SystemExit(
+            f"add {', '.join(unlisted)} to RELEASES in this script first, so that a full run reads it too"
+        )
     ranges = read_table(TABLE.read_text())
     newest = ranges[-1]["last"]
     older = [release for release in results if release_order(release) <= release_order(newest)]

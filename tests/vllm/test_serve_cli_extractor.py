@@ -64,6 +64,7 @@ def committed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A committed table and oracle of two releases, 0.1.0 and 0.2.0, read alike."""
     monkeypatch.setattr(SCRIPT, "TABLE", tmp_path / "serve_cli.yaml")
     monkeypatch.setattr(SCRIPT, "ORACLE", tmp_path / "oracle.json")
+    monkeypatch.setattr(SCRIPT, "RELEASES", ["0.1.0", "0.2.0", "0.3.0"])
     results = {release: _result(OLD, release, {"parses": True}) for release in ("0.1.0", "0.2.0")}
     SCRIPT.write(SCRIPT.ranges_of(results), SCRIPT.oracle_of(results))
     return tmp_path
@@ -91,6 +92,11 @@ def test_a_release_read_differently_adds_a_range_that_states_only_its_changes(co
     assert "--enable-extensible-kv-cache" in SCRIPT.TABLE.read_text().split("- first: 0.3.0", 1)[1]
     runs = json.loads(SCRIPT.ORACLE.read_text())["lines"]["--port 1"]
     assert [(run["first"], run["last"]) for run in runs] == [("0.1.0", "0.2.0"), ("0.3.0", "0.3.0")]
+
+
+def test_a_release_missing_from_the_scripts_list_is_not_appended(committed: Path) -> None:
+    with pytest.raises(SystemExit, match=r"add 0\.4\.0 to RELEASES"):
+        SCRIPT.append_releases({"0.4.0": _result(OLD, "0.4.0", {"parses": True})})
 
 
 def test_a_release_the_table_already_spans_is_not_appended(committed: Path) -> None:
