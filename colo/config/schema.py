@@ -58,7 +58,7 @@ NodeImage = Literal["al2023-nvidia", "bottlerocket-nvidia", "gpu-operator-cdi", 
 GpuPairing = Literal["uuid-handoff", "dra", "time-slice"]
 SpeculativeMethod = Literal["mtp", "eagle", "eagle3", "ngram"]
 # vLLM's --dtype names in every release colo mirrors (colo/vllm/rules.yaml dtype_names: the same six from 0.8.0 to
-# 0.33.0); a server's pinned release narrows them in ServerSpec._names_of_the_release.
+# 0.33.0, and in 0.34.0 config/model.py::ModelDType); a server's pinned release narrows them in ServerSpec._names_of_the_release.
 ModelDtype = Literal["auto", "half", "float16", "bfloat16", "float", "float32"]
 # vLLM's own names, for every release colo knows (colo/vllm/checkpoint/quant_methods.yaml); a server's pinned release
 # narrows them in ServerSpec._names_of_the_release. The CLI takes its choices from here too.
@@ -128,7 +128,7 @@ MaxNumSeqs = Annotated[int, Field(ge=1, le=65_536)]
 HubRevision = Annotated[str, _checked(formats.hub_revision)]  # a branch, tag or commit the Hub resolves
 MmLimits = dict[str, Annotated[int, Field(ge=0, le=1024)]]  # --limit-mm-per-prompt items by modality
 MaxNumBatchedTokens = Annotated[int, Field(ge=16, le=10_000_000)]
-# vLLM accepts (0, 1]: vllm 0.33.0 config/cache.py::CacheConfig (Field(gt=0, le=1)).
+# vLLM accepts (0, 1]: vllm 0.33.0 config/cache.py::CacheConfig (Field(gt=0, le=1)); 0.34.0 too, unset by default.
 GpuMemoryUtilization = Annotated[float, Field(gt=0.0, le=1.0)]
 KvCacheMemoryBytes = Annotated[int, Field(gt=0, le=2**40)]
 NumSpeculativeTokens = Annotated[int, Field(ge=1, le=16)]

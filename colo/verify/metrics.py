@@ -2,7 +2,7 @@
 
 vLLM exposes its CacheConfig as an info gauge whose labels are every field as a string
 (`vllm <release> vllm/v1/metrics/loggers.py::PrometheusStatLogger.log_metrics_info`, from
-`CacheConfig.metrics_info`), the same in every release 0.10.1.1-0.33; `num_gpu_blocks` and `block_size` are
+`CacheConfig.metrics_info`), the same in every release 0.10.1.1-0.34 (0.34 publishes it after its measured KV sizing); `num_gpu_blocks` and `block_size` are
 the two colo plans.
 """
 
