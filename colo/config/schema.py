@@ -29,6 +29,7 @@ import colo.config.formats as formats
 from colo.aws.s3_uri import s3_prefix_problem
 from colo.catalog.images import (
     BuildFacts,
+    ImageBuild,
     ImageLookupError,
     MovingImageTag,
     UnknownImage,
@@ -266,17 +267,12 @@ class VllmImage(_Model):
         """The budget mirrors `version` and the build of the image that runs it: neither may be assumed, unless
         the stack assumes another release's rules for it (`assumeRulesOf`, with that release's build facts)."""
         if self.assume_rules_of is not None:
-            if (refused := assumption_refusal(self.version, self.assume_rules_of)) is not None:
-                raise ValueError(f"assumeRulesOf: {refused}")
-            if self.image is None:
-                return self
+            return self._image_under_assumed_rules(self.assume_rules_of)
         if self.image is None and official_build(self.version) is None:
             return self._default_image_without_facts()
         try:
             known = find_image(self.resolved_image)
         except UnknownImage:
-            if self.assume_rules_of is not None:
-                return self  # the assumed release's facts stand in, where vllm.build leaves them unstated
             if self.build is None or self._unstated(None):
                 keys = ", ".join(f"vllm.build.{k}" for k in BUDGET_BUILD_KEYS)
                 raise ValueError(
@@ -287,6 +283,25 @@ class VllmImage(_Model):
             return self
         except ImageLookupError as exc:
             raise ValueError(str(exc)) from None
+        return self._agrees_with(known)
+
+    def _image_under_assumed_rules(self, assumed: str) -> VllmImage:
+        """A release colo does not mirror yet, planned with `assumed`'s rules: an image the catalog does not know
+        takes the assumed release's build facts where vllm.build leaves them unstated (the plan says so)."""
+        if (refused := assumption_refusal(self.version, assumed)) is not None:
+            raise ValueError(f"assumeRulesOf: {refused}")
+        if self.image is None:
+            return self
+        try:
+            known = find_image(self.resolved_image)
+        except UnknownImage:
+            return self
+        except ImageLookupError as exc:
+            raise ValueError(str(exc)) from None
+        return self._agrees_with(known)
+
+    def _agrees_with(self, known: ImageBuild) -> VllmImage:
+        """The catalog's image runs `version`, and the stack states only the facts the catalog leaves unstated."""
         if known.vllm is not None and not same_release(known.vllm, self.version):
             raise ValueError(
                 f"image {shown(self.resolved_image)} is vLLM {known.vllm}, but vllm.version is {self.version}, "
