@@ -61,6 +61,7 @@ class EstimateArguments(BaseModel):
     gpu_memory_mib: GpuMemoryMiB | None = None
     gpu_compute_capability: GpuComputeCapability | None = None
     vllm_version: VllmVersion
+    assume_rules_of: VllmVersion | None = None
     gpu_memory_utilization: GpuMemoryUtilization | None = None
     max_model_len: MaxModelLen | None = None
     max_num_seqs: MaxNumSeqs | None = None
@@ -112,6 +113,7 @@ class EstimateArguments(BaseModel):
             model=self.model,
             revision=self.revision,
             vllm_version=self.vllm_version,
+            assume_rules_of=self.assume_rules_of,
             gpu=self.gpu,
             gpu_memory_mib=self.gpu_memory_mib,
             gpu_compute_capability=self.gpu_compute_capability,

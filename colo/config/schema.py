@@ -28,7 +28,16 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 import colo.config.formats as formats
 from colo.aws.s3_uri import s3_prefix_problem
-from colo.catalog.images import BuildFacts, ImageLookupError, UnknownImage, find_image, official_build
+from colo.catalog.images import (
+    BuildFacts,
+    ImageBuild,
+    ImageLookupError,
+    MovingImageTag,
+    UnknownImage,
+    find_image,
+    official_build,
+    split_reference,
+)
 from colo.config.cli_values import CliText
 from colo.echo import shown
 from colo.roles import START_ORDER, Role
@@ -37,6 +46,7 @@ from colo.vllm import (
     ServeArgsRefusal,
     all_kv_cache_dtypes,
     all_quantization_names,
+    assumption_refusal,
     check_quantization_name,
     dtype_names,
     extra_arg_refusal,
@@ -55,7 +65,7 @@ ComputeSharing = Literal["time-slice", "mps"]
 MpsThreadPercentage = Annotated[int, Field(ge=1, le=100)]
 SpeculativeMethod = Literal["mtp", "eagle", "eagle3", "ngram"]
 # vLLM's --dtype names in every release colo mirrors (colo/vllm/rules.yaml dtype_names: the same six from 0.8.0 to
-# 0.33.0); a server's pinned release narrows them in ServerSpec._names_of_the_release.
+# 0.33.0, and in 0.34.0 config/model.py::ModelDType); a server's pinned release narrows them in ServerSpec._names_of_the_release.
 ModelDtype = Literal["auto", "half", "float16", "bfloat16", "float", "float32"]
 # vLLM's own names, for every release colo knows (colo/vllm/checkpoint/quant_methods.yaml); a server's pinned release
 # narrows them in ServerSpec._names_of_the_release. The CLI takes its choices from here too.
@@ -125,7 +135,7 @@ MaxNumSeqs = Annotated[int, Field(ge=1, le=65_536)]
 HubRevision = Annotated[str, _checked(formats.hub_revision)]  # a branch, tag or commit the Hub resolves
 MmLimits = dict[str, Annotated[int, Field(ge=0, le=1024)]]  # --limit-mm-per-prompt items by modality
 MaxNumBatchedTokens = Annotated[int, Field(ge=16, le=10_000_000)]
-# vLLM accepts (0, 1]: vllm 0.33.0 config/cache.py::CacheConfig (Field(gt=0, le=1)).
+# vLLM accepts (0, 1]: vllm 0.33.0 config/cache.py::CacheConfig (Field(gt=0, le=1)); 0.34.0 too, unset by default.
 GpuMemoryUtilization = Annotated[float, Field(gt=0.0, le=1.0)]
 KvCacheMemoryBytes = Annotated[int, Field(gt=0, le=2**40)]
 NumSpeculativeTokens = Annotated[int, Field(ge=1, le=16)]
@@ -258,15 +268,32 @@ class VllmImage(_Model):
         "(the budget sizes that path); true where the release samples with FlashInfer by default and the image "
         "carries it; omitted = the release's default",
     )
+    assume_rules_of: VllmVersion | None = Field(
+        default=None,
+        description="At your own risk: plan a vLLM release newer than every release colo mirrors with the "
+        "memory rules, argument tables and image build facts of this mirrored one (the newest, say); the "
+        "plan warns that it does",
+    )
 
     @field_validator("image")
     @classmethod
     def _pinned(cls, value: str | None) -> str | None:
+        """A moving tag is refused in the catalog's words (which name the release `latest` is today)."""
+        if value is not None and "@" not in value and split_reference(value)[1] == "latest":
+            try:
+                find_image(value)
+            except MovingImageTag as moving:
+                raise ValueError(str(moving)) from None
+            except (ImageLookupError, ValueError):
+                pass  # refused below, as any unpinned reference
         return require_pinned(value)
 
     @model_validator(mode="after")
     def _the_image_runs_the_version_and_its_build_is_known(self) -> VllmImage:
-        """The budget mirrors `version` and the build of the image that runs it: neither may be assumed."""
+        """The budget mirrors `version` and the build of the image that runs it: neither may be assumed, unless
+        the stack assumes another release's rules for it (`assumeRulesOf`, with that release's build facts)."""
+        if self.assume_rules_of is not None:
+            return self._image_under_assumed_rules(self.assume_rules_of)
         if self.image is None and official_build(self.version) is None:
             return self._default_image_without_facts()
         try:
@@ -282,6 +309,25 @@ class VllmImage(_Model):
             return self
         except ImageLookupError as exc:
             raise ValueError(str(exc)) from None
+        return self._agrees_with(known)
+
+    def _image_under_assumed_rules(self, assumed: str) -> VllmImage:
+        """A release colo does not mirror yet, planned with `assumed`'s rules: an image the catalog does not know
+        takes the assumed release's build facts where vllm.build leaves them unstated (the plan says so)."""
+        if (refused := assumption_refusal(self.version, assumed)) is not None:
+            raise ValueError(f"assumeRulesOf: {refused}")
+        if self.image is None:
+            return self
+        try:
+            known = find_image(self.resolved_image)
+        except UnknownImage:
+            return self
+        except ImageLookupError as exc:
+            raise ValueError(str(exc)) from None
+        return self._agrees_with(known)
+
+    def _agrees_with(self, known: ImageBuild) -> VllmImage:
+        """The catalog's image runs `version`, and the stack states only the facts the catalog leaves unstated."""
         if known.vllm is not None and not same_release(known.vllm, self.version):
             raise ValueError(
                 f"image {shown(self.resolved_image)} is vLLM {known.vllm}, but vllm.version is {self.version}, "
@@ -328,11 +374,24 @@ class VllmImage(_Model):
         return self.image or f"vllm/vllm-openai:v{self.version}"
 
     @property
+    def rules_version(self) -> str:
+        """The release whose rules and tables size this server: its own, or the one it assumes."""
+        return self.assume_rules_of or self.version
+
+    @property
     def flashinfer_installed(self) -> bool:
-        """Whether the image carries FlashInfer (its dummy sampler's path): the stack's word, else the catalog's."""
+        """Whether the image carries FlashInfer (its dummy sampler's path): the stack's word, else the catalog's
+        (for a server that assumes another release's rules, that release's official image where the catalog
+        does not know its own)."""
         stated = self.build.flashinfer if self.build is not None else None
         if stated is None:
-            stated = find_image(self.resolved_image).build.flashinfer
+            try:
+                stated = find_image(self.resolved_image).build.flashinfer
+            except UnknownImage:
+                assumed = official_build(self.assume_rules_of) if self.assume_rules_of else None
+                if assumed is None:
+                    raise
+                stated = assumed.build.flashinfer
         return bool(stated)
 
     @property
@@ -501,12 +560,12 @@ class ServerSpec(_Model):
         errors = [
             _error(("extraArgs", index), reason, arg)
             for index, arg in enumerate(self.extra_args)
-            if (reason := extra_arg_refusal(arg, self.vllm.version)) is not None
+            if (reason := extra_arg_refusal(arg, self.vllm.rules_version)) is not None
         ]
         if not errors and self.extra_args and (refused := self._vllm_parser_refusal()) is not None:
             where = ("extraArgs",) if refused.index is None else ("extraArgs", refused.index)
             arg = self.extra_args[refused.index] if refused.index is not None else " ".join(self.extra_args)
-            errors.append(_error(where, f"vLLM {self.vllm.version} would not start: {refused}", arg))
+            errors.append(_error(where, f"vLLM {self.vllm.rules_version} would not start: {refused}", arg))
         if errors:
             raise ValidationError.from_exception_data(type(self).__name__, errors)
         return self
@@ -514,7 +573,7 @@ class ServerSpec(_Model):
     def _vllm_parser_refusal(self) -> ServeArgsRefusal | None:
         """What the pinned release's own `vllm serve` parser makes of the extra arguments after the model."""
         try:
-            return serve_args_refusal(self.vllm.version, self.extra_args, [self.model])
+            return serve_args_refusal(self.vllm.rules_version, self.extra_args, [self.model])
         except ValueError:  # a release colo does not mirror: refused at vllm.version
             return None
 
@@ -544,17 +603,16 @@ class ServerSpec(_Model):
     def _names_of_the_release(self) -> ServerSpec:
         """vLLM's argparse accepts only its release's names; whether the name fits the checkpoint is checked
         once its config is read (colo.vllm.checkpoint.quant_methods.resolve_architecture)."""
+        version = self.vllm.rules_version
         if self.quantization is not None:
-            check_quantization_name(self.quantization, self.vllm.version)
-        names = dtype_names(self.vllm.version)
+            check_quantization_name(self.quantization, version)
+        names = dtype_names(version)
         if self.dtype is not None and names is not None and self.dtype not in names:
-            raise ValueError(
-                f"vLLM {self.vllm.version} has no --dtype '{self.dtype}'; it accepts: {', '.join(names)}"
-            )
-        dtypes = quant_release(self.vllm.version).kv_cache_dtypes
+            raise ValueError(f"vLLM {version} has no --dtype '{self.dtype}'; it accepts: {', '.join(names)}")
+        dtypes = quant_release(version).kv_cache_dtypes
         if self.kv_cache_dtype not in dtypes:
             raise ValueError(
-                f"vLLM {self.vllm.version} has no kv-cache dtype '{self.kv_cache_dtype}'; it accepts: "
+                f"vLLM {version} has no kv-cache dtype '{self.kv_cache_dtype}'; it accepts: "
                 f"{', '.join(dtypes)}"
             )
         return self

@@ -129,7 +129,7 @@ def server_architecture(
     except (OSError, ValueError) as exc:
         raise ArchitectureError(f"cannot read the architecture from {profile}: {exc}") from None
     try:
-        return resolve_architecture(arch, server.quantization, vllm_version=server.vllm.version), hub
+        return resolve_architecture(arch, server.quantization, vllm_version=server.vllm.rules_version), hub
     except QuantizationRefused as exc:
         raise ArchitectureError(f"quantization: {exc}") from None
 
@@ -145,11 +145,11 @@ def check_server(
     """Refuse what vLLM would refuse at start: an unmirrored release, a flag it lacks, an unreadable
     architecture, MTP without MTP layers."""
     try:
-        rules = rules_for(server.vllm.version)
+        rules = rules_for(server.vllm.rules_version)
     except ValueError as exc:
         return None, [Problem(f"{path}.vllm.version", str(exc))]
     problems: list[Problem] = []
-    missing = kv_cache_memory_bytes_missing(rules, server.vllm.version)
+    missing = kv_cache_memory_bytes_missing(rules, server.vllm.rules_version)
     if server.kv_cache_memory_bytes is not None and missing:
         problems.append(Problem(f"{path}.kvCacheMemoryBytes", missing))
     try:
@@ -204,7 +204,7 @@ def refusal_problems(checked: list[CheckedServer], gpu_spec: GpuSpec) -> list[Pr
             pooling=ROLES[server.role].pooling,
         )
         settings = ServerSettings(
-            version=spec.vllm.version,
+            version=spec.vllm.rules_version,
             pooling=ROLES[server.role].pooling,
             kv_cache_dtype=spec.kv_cache_dtype,
             speculative_method=spec.speculative.method if spec.speculative else None,
@@ -216,13 +216,13 @@ def refusal_problems(checked: list[CheckedServer], gpu_spec: GpuSpec) -> list[Pr
         )
         for refusal in vllm_refusals(server.rules, arch, gpu_spec, settings):
             problems.append(Problem(f"{server.path}.{refusal.key}", refusal.message))
-        if server.role is Role.RERANKER and (unscored := reranker_refusal(arch, spec.vllm.version)):
+        if server.role is Role.RERANKER and (unscored := reranker_refusal(arch, spec.vllm.rules_version)):
             problems.append(Problem(f"{server.path}.model", unscored))
         try:  # the GPU may lack what the checkpoint's method needs (FP8 below 8.0, say)
             resolve_architecture(
                 server.arch,
                 spec.quantization,
-                vllm_version=spec.vllm.version,
+                vllm_version=spec.vllm.rules_version,
                 capability=gpu_spec.compute_capability,
             )
         except QuantizationRefused as exc:
@@ -274,7 +274,7 @@ def process_spec(
         ),
         gpu=gpu_spec,
         rules=checked.rules,
-        vllm_version=server.vllm.version,
+        vllm_version=server.vllm.rules_version,
         limits=limits,
         pooling=small,
         kv_cache_dtype=server.kv_cache_dtype,

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from colo.catalog import GpuLookupError, GpuSpec, instance_type, resolve_gpu
 from colo.config.schema import StackConfig
 from colo.errors import Problem
+from colo.plan.assumed_rules import assumed_rules_warnings
 from colo.plan.calibration import calibration_problem
 from colo.plan.capacity import capacity_problems
 from colo.plan.compute_sharing import daemon_slices, sharing_problems
@@ -127,6 +128,7 @@ def make_plan(
         tolerations=tolerations,
         device_plugin=plugin,
         warnings=(
+            *assumed_rules_warnings(config),
             *hub_access_warnings(config, pairs),
             *observability_warnings(config, plugin),
             *scrape_warnings(config),

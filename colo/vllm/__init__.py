@@ -8,6 +8,7 @@ one GPU. The submodules are internal and may change without notice.
 
 from __future__ import annotations
 
+from colo.vllm.assumed_rules import assumed_rules_warning, assumption_refusal
 from colo.vllm.calibration import (
     CALIBRATED_FIGURES,
     AppliedCalibration,
@@ -94,6 +95,8 @@ __all__ = [
     "all_quantization_names",
     "architecture_from_mapping",
     "architecture_from_path",
+    "assumed_rules_warning",
+    "assumption_refusal",
     "budget_view",
     "calibrated",
     "catalog_architecture",
