@@ -57,7 +57,6 @@ DERIVED: dict[str, str] = {
     "--host": "which colo sets to 0.0.0.0 so that the probes and the Service reach the server",
     "--port": "which colo sets per role (LLM 8000, embedding 8001, reranker 8002) for the probes and Services",
     "--gpu-memory-utilization": "which colo derives from the budget: set `gpuMemoryUtilization` to override it",
-    "--device-memory-utilization": "which colo derives from the budget: set `gpuMemoryUtilization` to override it",
     "--kv-cache-memory-bytes": "which colo sets from the stack: use `kvCacheMemoryBytes`, which the budget checks",
     # vllm 0.34.0 config/cache.py::CacheConfig.enable_extensible_kv_cache: on by default on CUDA, it sizes the KV
     # cache from memory measured after warm-up (v1/worker/extensible_kv_cache.py::measure_kv_cache_blocks)
