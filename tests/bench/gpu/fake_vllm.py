@@ -133,6 +133,9 @@ def main() -> int:
     print("\n".join(startup_lines(options)), flush=True)
     # what the harness's startup probe (probe_site/sitecustomize.py) installed in this process, if anything
     print(f"fake vllm: probe {'installed' if 'colo_startup_probe' in sys.modules else 'absent'}", flush=True)
+    # socketserver's default backlog of 5 resets connections when a load phase opens 16 and more at once on a
+    # busy machine; a real server's backlog is far larger
+    ThreadingHTTPServer.request_queue_size = 128
     server = ThreadingHTTPServer(("127.0.0.1", int(_arg(options, "--port", "8000") or 8000)), Handler)
     try:
         server.serve_forever()

@@ -141,17 +141,18 @@ def test_companion_throughput_is_reported_per_second(mps_gpu: Sandbox, tmp_path:
     assert embedding["requests_per_s"] == pytest.approx(embedding["ok"] / embedding["wall_s"], rel=0.05)
 
 
+@pytest.mark.parametrize(("run_file", "stack"), [("mps.yaml", "h200-mps"), ("mps-h100.yaml", "h100-mps")])
 def test_the_checked_in_mps_run_goes_through_end_to_end_against_the_fakes(
-    mps_gpu: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    mps_gpu: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_file: str, stack: str
 ) -> None:
-    """bench/gpu/runs/mps.yaml as make_spec builds it, on free ports, with the background-only phases shortened:
+    """A checked-in MPS run as make_spec builds it, on free ports, with the background-only phases shortened:
     every start and phase runs, each server attached as the run says, and the daemon quits last."""
     import yaml
 
     from bench.gpu.make_spec import HERE, build_spec, plan_json
 
-    run = yaml.safe_load((HERE / "runs" / "mps.yaml").read_text())
-    spec = build_spec(run, {"h200-mps": plan_json("h200-mps")})
+    run = yaml.safe_load((HERE / "runs" / run_file).read_text())
+    spec = build_spec(run, {stack: plan_json(stack)})
     ports = dict(zip(spec["servers"], _free_ports(len(spec["servers"])), strict=True))
     for name, server in spec["servers"].items():
         server["port"] = ports[name]
