@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from colo.cli.common import ExitCode, add_stack_arguments, load_config, read_stack_file
 from colo.cli.plan_cmd import build_plan
+from colo.cli.progress import step
 from colo.config import StackConfig
 from colo.diff import markdown
 from colo.diff.objects import ObjectChanges, object_changes
@@ -89,8 +92,12 @@ def _objects(base: Side, before: Plan | None, head: Side, after: Plan) -> Object
     if before is not None and not before.feasible:
         return "the base side does not fit, so there is nothing to compare against"
     assert head.stack_file is not None
-    after_objects = rendered_objects(head.stack_file)
-    before_objects = rendered_objects(base.stack_file) if base.stack_file else {}
+    with step("diff", f"rendering the head side ({head.label})"):
+        after_objects = rendered_objects(head.stack_file)
+    before_objects: dict[str, Mapping[str, Any]] = {}
+    if base.stack_file is not None:
+        with step("diff", f"rendering the base side ({base.label})"):
+            before_objects = rendered_objects(base.stack_file)
     return object_changes(before_objects, after_objects)
 
 

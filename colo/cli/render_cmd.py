@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from colo.cli.common import ExitCode, add_stack_arguments, load_config, read_stack_file
+from colo.cli.progress import step
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,7 +35,8 @@ def run(args: argparse.Namespace) -> int:
     out: Path = args.out if args.cwd is None else args.cwd / args.out
     check_replaceable(out.resolve(), "--out")  # before the program runs: refuse early, write nothing
     try:
-        program_run = run_program(stack_file, preview=args.preview)
+        with step("render", f"running the program of stack {stack_file.stack} under Pulumi's mock runtime"):
+            program_run = run_program(stack_file, preview=args.preview)
     except ProgramError as exc:
         # The program refused the config or the plan before registering anything; nothing is written,
         # and colo.cli.main turns the original error into exit code 2 (config) or 1 (plan).

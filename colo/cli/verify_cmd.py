@@ -17,6 +17,7 @@ from pathlib import Path
 
 from colo.cli.common import add_stack_arguments, load_config, read_stack_file
 from colo.config import StackConfig
+from colo.errors import ArgumentsError, Problem
 from colo.plan.calibration import CalibrationError
 from colo.plan.kubernetes_spec import kubernetes_spec
 from colo.plan.pair import PairPlan
@@ -45,7 +46,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--previous", action="store_true", help="read the previous run of each container")
     parser.add_argument("--kubeconfig", help="default: KUBECONFIG or ~/.kube/config, as kubectl")
     parser.add_argument("--context", help="kubeconfig context; default: the current one")
-    parser.add_argument("--format", choices=("table", "markdown", "json"), default="table")
+    parser.add_argument(
+        "--format",
+        choices=("table", "markdown", "json"),
+        default="table",
+        help="table: for a terminal (default); markdown: for a PR or an issue; json: for tools",
+    )
     parser.add_argument(
         "--record", help="write what was observed to this calibration file (budget.calibration)"
     )
@@ -79,9 +85,7 @@ def _cluster_readings(config: StackConfig, plan: Plan, args: argparse.Namespace)
 def _readings(config: StackConfig, plan: Plan, args: argparse.Namespace) -> list[ServerReading] | str:
     """Every planned server's reading, or one sentence saying why nothing could be read at all."""
     if args.log is not None:
-        pair, _, role = (args.server or "").partition("/")
-        if not (pair and role):
-            return "--log needs --server PAIR/ROLE, e.g. --server chat/llm"
+        pair, _, role = args.server.partition("/")
         return [read_log_file(args.log, pair, role)]
     if args.logs is not None:
         return read_log_dir(args.logs, [(pair.name, server.role) for pair, _, server in _servers(plan)])
@@ -121,7 +125,20 @@ def _check(
     return check, Observed(server, first_in_pod, reading, log)
 
 
+def check_arguments(args: argparse.Namespace) -> None:
+    """What argparse cannot say alone: --log names one server's file, so it needs --server PAIR/ROLE."""
+    if args.log is None:
+        return
+    pair, _, role = (args.server or "").partition("/")
+    if not (pair and role):
+        given = f"got '{args.server}'" if args.server else "missing argument"
+        raise ArgumentsError(
+            [Problem("--server", f"{given}: --log needs --server PAIR/ROLE, e.g. --server chat/llm")]
+        )
+
+
 def run(args: argparse.Namespace) -> int:
+    check_arguments(args)
     stack_file = read_stack_file(args)
     config = load_config(stack_file)
     plan = make_plan(config, s3_profile=s3_profile_reader(config))

@@ -19,6 +19,7 @@ from pydantic import (
     Field,
     SecretStr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -184,11 +185,11 @@ class _Model(BaseModel):
     )
 
 
-def require_pinned(image: str | None) -> str | None:
+def require_pinned(image: str | None, example_tag: str = "v0.11.0") -> str | None:
     """An image reference a registry accepts, pinned by an explicit tag (not latest) or a full digest."""
     if image is None:
         return image
-    parsed = formats.image_reference(image)
+    parsed = formats.image_reference(image, example_tag)
     if isinstance(parsed, str):
         raise ValueError(parsed)
     return image
@@ -235,8 +236,10 @@ class VllmImage(_Model):
 
     @field_validator("image")
     @classmethod
-    def _pinned(cls, value: str | None) -> str | None:
-        return require_pinned(value)
+    def _pinned(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """An unpinned image is told to pin the release the stack states (`version` is validated first)."""
+        version = info.data.get("version")
+        return require_pinned(value, f"v{version}" if version else "v0.11.0")
 
     @model_validator(mode="after")
     def _the_image_runs_the_version_and_its_build_is_known(self) -> VllmImage:
