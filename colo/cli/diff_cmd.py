@@ -19,10 +19,12 @@ from colo.cli.progress import step
 from colo.config import StackConfig
 from colo.diff import markdown
 from colo.diff.objects import ObjectChanges, object_changes
+from colo.diff.pictures import picture_files, pictures_markdown
 from colo.diff.plan_changes import plan_changes
 from colo.diff.rendered import rendered_objects
 from colo.diff.sides import stack_file_at
 from colo.errors import ConfigError
+from colo.output_dir import replace_directory
 from colo.plan.stack import Plan
 from colo.stackfiles import StackFile, load_stack_file, require_project, stack_path
 
@@ -34,6 +36,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--base", metavar="REF", help="base side: the same stack file at this git ref (absent there: empty)"
     )
     base.add_argument("--base-config", type=Path, help="base side: any file shaped like a Pulumi stack file")
+    parser.add_argument(
+        "--pictures",
+        type=Path,
+        metavar="DIR",
+        help="also write each GPU's budget before and after as SVG into DIR (gpu-<n>-base.svg, "
+        "gpu-<n>-head.svg), shown side by side in the comment; DIR follows colo render's rules for --out",
+    )
 
 
 @dataclass(frozen=True)
@@ -115,5 +124,12 @@ def run(args: argparse.Namespace) -> int:
     after = build_plan(head.config)
     changes = plan_changes(before, after)
     objects = _objects(base, before, head, after)
-    print(markdown.render(stack, base.label, head.label, changes, objects), end="")
+    comment = markdown.render(stack, base.label, head.label, changes, objects)
+    if args.pictures is not None:
+        files = picture_files(before, after)
+        replace_directory(
+            args.pictures if args.cwd is None else args.cwd / args.pictures, files, flag="--pictures"
+        )
+        comment += "\n" + "\n".join(pictures_markdown(files, args.pictures.as_posix()))
+    print(comment, end="")
     return ExitCode.OK if changes.after_fits else ExitCode.FAILS

@@ -6,7 +6,10 @@ import argparse
 from pathlib import Path
 
 from colo.cli.common import ExitCode, add_stack_arguments, load_config, read_stack_file
+from colo.cli.plan_cmd import build_plan
 from colo.cli.progress import step
+from colo.config import StackConfig
+from colo.plan.budget_bars import svg_files
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,9 +26,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def pictures(config: StackConfig) -> dict[str, str]:
+    """summary-gpu-<n>.svg: each GPU's budget as the program's plan sizes it (the same plan `colo plan` prints)."""
+    plan = build_plan(config)
+    return svg_files(plan, "summary-") if plan.feasible else {}
+
+
 def run(args: argparse.Namespace) -> int:
     stack_file = read_stack_file(args)
-    load_config(stack_file)  # refused here, before the program serialises any of it
+    config = load_config(stack_file)  # refused here, before the program serialises any of it
     # Imported only now, so that `colo plan` and a refused render never load Pulumi.
     from colo.components.errors import ProgramError
     from colo.mock_run import run_program
@@ -41,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         # The program refused the config or the plan before registering anything; nothing is written,
         # and colo.cli.main turns the original error into exit code 2 (config) or 1 (plan).
         raise exc.error from None
-    rendered = write_render(program_run, stack_file.stack, out)
+    rendered = write_render(program_run, stack_file.stack, out, pictures(config))
     print(
         f"wrote {len(rendered.objects)} Kubernetes objects to {out / APPLY_DIR} and summary.md/summary.json "
         f"to {out}\napply them with: kubectl apply -f {out / APPLY_DIR}/"

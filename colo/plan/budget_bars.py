@@ -9,7 +9,8 @@ puts below zero (a KV pool when the weights do not fit) is drawn as nothing and 
 from __future__ import annotations
 
 from colo.plan.pair import PairPlan
-from colo.plan.picture import STYLES, GpuBar, Kind, ProcessBar, Segment, gib
+from colo.plan.picture import STYLES, GpuBar, Kind, ProcessBar, Segment, gib, svg
+from colo.plan.stack import Plan
 from colo.vllm import ProcessBudget
 
 
@@ -50,3 +51,13 @@ def gpu_bar(pair: PairPlan) -> GpuBar:
     return GpuBar(
         title, gpu_plan.gpu.cuda_total_bytes, tuple(bars), gpu_plan.safety_margin_bytes, tuple(notes)
     )
+
+
+def gpu_index(plan: Plan, pair: PairPlan) -> int:
+    """The GPU's number across the node pool: node × GPUs a node + GPU."""
+    return pair.placement.node * plan.gpus_per_node + pair.placement.gpu
+
+
+def svg_files(plan: Plan, prefix: str) -> dict[str, str]:
+    """`<prefix>gpu-<n>.svg` -> the picture of GPU n's budget, for every GPU a pair runs on."""
+    return {f"{prefix}gpu-{gpu_index(plan, pair)}.svg": svg(gpu_bar(pair)) for pair in plan.pairs}

@@ -241,7 +241,7 @@ def svg(bar: GpuBar) -> str:
     parts = bar.parts()
     inner = SVG_WIDTH - 2 * _PAD
     scale = inner / bar.span_bytes if bar.span_bytes else 0.0
-    legend_rows = len(bar.processes) + 1 + len(bar.notes)
+    legend_rows = len(bar.processes) + 2 + len(bar.notes)
     height = _BAR_TOP + _BAR_HEIGHT + 26 + legend_rows * _ROW + _PAD
     picture = Svg(SVG_WIDTH, height, f"{bar.title}: memory budget")
     picture.text(_PAD, 24, f"{bar.title}: {_state(bar)}", size=14)
@@ -280,9 +280,12 @@ def svg(bar: GpuBar) -> str:
     swatch_x = float(_PAD)
     for kind in (*PROCESS_KINDS, "margin", "free"):
         style = STYLES[kind]
+        step = 14 + 7 * len(style.label) + 12  # a swatch, its label (about 7 px a character), a gap
+        if swatch_x + step > SVG_WIDTH - _PAD:  # the legend wraps rather than run off the picture
+            swatch_x, y = float(_PAD), y + _ROW
         picture.rect(swatch_x, y - 10, 10, 10, style.colour)
         picture.text(swatch_x + 14, y, style.label, size=11)
-        swatch_x += 14 + 7 * len(style.label) + 12
+        swatch_x += step
     for note in bar.notes:
         y += _ROW
         picture.text(_PAD, y, f"note: {note}", size=11)

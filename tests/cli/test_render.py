@@ -51,6 +51,9 @@ def test_the_summaries_sit_beside_the_apply_directory_not_in_it(rendered: dict[s
     out = rendered["prod"]
     assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == [
         APPLY_DIR,
+        "summary-gpu-0.svg",  # each GPU's budget (tests/cli/test_budget_pictures.py)
+        "summary-gpu-1.svg",
+        "summary-gpu-2.svg",
         "summary.json",
         "summary.md",
     ]
