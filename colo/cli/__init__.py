@@ -53,6 +53,8 @@ COMMANDS = {
         (
             "colo verify --stack prod",
             "colo verify --stack local --log chat-llm.log --server chat/llm",
+            "colo verify --config bench/gpu/stacks/Pulumi.h200-dense.yaml --logs logs/ "
+            "--plan bench/gpu/results/2026-12-02-h200-dense-records.json",
         ),
     ),
     "preflight": Command(

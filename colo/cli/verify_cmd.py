@@ -26,6 +26,7 @@ from colo.plan.stack import Plan, make_plan
 from colo.profiles import s3_profile_reader
 from colo.verify.compare import ServerCheck, Verdict, compare, overall
 from colo.verify.metrics import cache_config_info
+from colo.verify.ran_with import RanServer, differences, pinned_values, read_ran_with, start_order_note
 from colo.verify.readings import ServerReading, read_log_dir, read_log_file
 from colo.verify.record import Observed, record
 from colo.verify.report import render_text, verify_view
@@ -43,6 +44,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--logs", type=Path, help="a directory of <pair>-<role>.log files (and .metrics)")
     source.add_argument("--log", type=Path, help="one server's log; needs --server PAIR/ROLE")
     parser.add_argument("--server", help="PAIR/ROLE the --log file belongs to, e.g. chat/llm")
+    parser.add_argument(
+        "--plan",
+        type=Path,
+        metavar="FILE",
+        help="compare with what the servers ran with, not with today's plan: `colo plan --format json` saved "
+        "when they started, or a GPU run's spec or records (bench/gpu/results/*-records.json); the memory "
+        "flags they ran with are pinned and any other difference is noted",
+    )
     parser.add_argument("--previous", action="store_true", help="read the previous run of each container")
     parser.add_argument("--kubeconfig", help="default: KUBECONFIG or ~/.kube/config, as kubectl")
     parser.add_argument("--context", help="kubeconfig context; default: the current one")
@@ -82,13 +91,18 @@ def _cluster_readings(config: StackConfig, plan: Plan, args: argparse.Namespace)
         return str(exc)
 
 
-def _readings(config: StackConfig, plan: Plan, args: argparse.Namespace) -> list[ServerReading] | str:
+def _readings(
+    config: StackConfig, plan: Plan, args: argparse.Namespace, ran: dict[str, RanServer]
+) -> list[ServerReading] | str:
     """Every planned server's reading, or one sentence saying why nothing could be read at all."""
     if args.log is not None:
         pair, _, role = args.server.partition("/")
         return [read_log_file(args.log, pair, role)]
     if args.logs is not None:
-        return read_log_dir(args.logs, [(pair.name, server.role) for pair, _, server in _servers(plan)])
+        stems = {name: server.log_stem for name, server in ran.items()}
+        return read_log_dir(
+            args.logs, [(pair.name, server.role) for pair, _, server in _servers(plan)], stems
+        )
     return _cluster_readings(config, plan, args)
 
 
@@ -137,17 +151,57 @@ def check_arguments(args: argparse.Namespace) -> None:
         )
 
 
+def _ran_notes(plan: Plan, today: Plan, ran: dict[str, RanServer], source: Path) -> dict[str, list[str]]:
+    """Per server: which memory flags were pinned to what ran (where today's plan differs), and any flag
+    that still differs from what ran."""
+    now = {server.name: server.args for _, _, server in _servers(today)}
+    notes: dict[str, list[str]] = {}
+    for pair, index, server in _servers(plan):
+        if server.name not in ran:
+            continue
+        lines = [f"compared with the flags it ran with ({source})"]
+        earlier = [s.name for s in pair.servers[:index]]
+        if order := start_order_note(ran[server.name], earlier):
+            lines.append(order)
+        if server.name in now and (moved := differences(now[server.name], server.args)):
+            lines.append("today's plan would differ: " + "; ".join(moved))
+        if still := differences(server.args, ran[server.name].args):
+            lines.append("flags colo does not pin, as they ran: " + "; ".join(still))
+        notes[server.name] = lines
+    return notes
+
+
 def run(args: argparse.Namespace) -> int:
     check_arguments(args)
     stack_file = read_stack_file(args)
+    ran = read_ran_with(args.plan) if args.plan is not None else {}
+    notes: dict[str, list[str]] = {}
+    if ran:
+        today_config = load_config(stack_file)
+        today = make_plan(today_config, s3_profile=s3_profile_reader(today_config))
+        stack_file = replace(stack_file, values=pinned_values(stack_file.values, ran))
     config = load_config(stack_file)
     plan = make_plan(config, s3_profile=s3_profile_reader(config))
-    readings = _readings(config, plan, args)
+    if ran:
+        notes = _ran_notes(plan, today, ran, args.plan)
+    readings = _readings(config, plan, args, ran)
     if isinstance(readings, str):
         print(f"colo verify: nothing could be read: {readings}", file=sys.stderr)
         return Verdict.UNREADABLE
+    if ran:  # a run that started some of the stack's servers says nothing of the others
+        skipped = [reading.name for reading in readings if reading.name not in ran]
+        readings = [reading for reading in readings if reading.name in ran]
+        if skipped:
+            print(
+                f"colo verify: not started by {args.plan}, not compared: {', '.join(skipped)}",
+                file=sys.stderr,
+            )
     planned = {server.name: (server, index == 0) for _, index, server in _servers(plan)}
     checked = [_check(reading, planned) for reading in readings]
+    checked = [
+        (replace(check, notes=(*notes.get(check.name, ()), *check.notes)), observed)
+        for check, observed in checked
+    ]
     checks = [check for check, _ in checked]
     if args.format == "json":
         print(json.dumps(verify_view(stack_file.stack, checks), indent=2))

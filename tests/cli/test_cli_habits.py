@@ -71,7 +71,7 @@ def test_completion_covers_every_command_and_their_flags(
     assert script == completion_script(shell) + "\n"
     for name in COMMANDS:
         assert name in script
-    for flag in ("--max-model-len", "--stack", "--logs", "--format"):
+    for flag in ("--max-model-len", "--stack", "--logs", "--plan", "--format"):
         assert flag in script, flag
 
 
