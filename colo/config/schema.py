@@ -247,7 +247,7 @@ class VllmImage(_Model):
         if self.image is None and official_build(self.version) is None:
             return self._default_image_without_facts()
         try:
-            known = find_image(self.resolved_image)
+            known = find_image(self.resolved_image, stated_release=self.version)
         except UnknownImage:
             if self.build is None or self._unstated(None):
                 keys = ", ".join(f"vllm.build.{k}" for k in BUDGET_BUILD_KEYS)
@@ -309,7 +309,7 @@ class VllmImage(_Model):
         """Whether the image carries FlashInfer (its dummy sampler's path): the stack's word, else the catalog's."""
         stated = self.build.flashinfer if self.build is not None else None
         if stated is None:
-            stated = find_image(self.resolved_image).build.flashinfer
+            stated = find_image(self.resolved_image, stated_release=self.version).build.flashinfer
         return bool(stated)
 
 
