@@ -9,6 +9,7 @@ from colo.cli.common import ExitCode, add_stack_arguments, load_config, read_sta
 from colo.cli.plan_cmd import build_plan
 from colo.cli.progress import step
 from colo.config import StackConfig
+from colo.config.load import PROJECT
 from colo.plan.budget_bars import svg_files
 
 
@@ -34,7 +35,10 @@ def pictures(config: StackConfig) -> dict[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     stack_file = read_stack_file(args)
-    config = load_config(stack_file)  # refused here, before the program serialises any of it
+    # colo's own program reads the `colo:` namespace and is refused here, before it serialises any of it; a
+    # program of one's own (another project name, such as the examples) reads its own namespace, and
+    # colo's components refuse what does not fit while it runs.
+    config = load_config(stack_file) if stack_file.project == PROJECT else None
     # Imported only now, so that `colo plan` and a refused render never load Pulumi.
     from colo.components.errors import ProgramError
     from colo.mock_run import run_program
@@ -50,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         # The program refused the config or the plan before registering anything; nothing is written,
         # and colo.cli.main turns the original error into exit code 2 (config) or 1 (plan).
         raise exc.error from None
-    rendered = write_render(program_run, stack_file.stack, out, pictures(config))
+    rendered = write_render(program_run, stack_file.stack, out, pictures(config) if config else {})
     print(
         f"wrote {len(rendered.objects)} Kubernetes objects to {out / APPLY_DIR} and summary.md/summary.json "
         f"to {out}\napply them with: kubectl apply -f {out / APPLY_DIR}/"
