@@ -171,53 +171,63 @@ def _ran_notes(plan: Plan, today: Plan, ran: dict[str, RanServer], source: Path)
     return notes
 
 
-def run(args: argparse.Namespace) -> int:
-    check_arguments(args)
+def _planned(
+    args: argparse.Namespace,
+) -> tuple[str, StackConfig, Plan, dict[str, RanServer], dict[str, list[str]]]:
+    """The stack's plan to compare with: today's, or with --plan the one pinned to the flags that ran (with
+    the notes that say what was pinned)."""
     stack_file = read_stack_file(args)
     ran = read_ran_with(args.plan) if args.plan is not None else {}
-    notes: dict[str, list[str]] = {}
-    if ran:
-        today_config = load_config(stack_file)
-        today = make_plan(today_config, s3_profile=s3_profile_reader(today_config))
-        stack_file = replace(stack_file, values=pinned_values(stack_file.values, ran))
-    config = load_config(stack_file)
+    if not ran:
+        config = load_config(stack_file)
+        return stack_file.stack, config, make_plan(config, s3_profile=s3_profile_reader(config)), ran, {}
+    today_config = load_config(stack_file)
+    today = make_plan(today_config, s3_profile=s3_profile_reader(today_config))
+    config = load_config(replace(stack_file, values=pinned_values(stack_file.values, ran)))
     plan = make_plan(config, s3_profile=s3_profile_reader(config))
-    if ran:
-        notes = _ran_notes(plan, today, ran, args.plan)
+    return stack_file.stack, config, plan, ran, _ran_notes(plan, today, ran, args.plan)
+
+
+def _started_only(
+    readings: list[ServerReading], ran: dict[str, RanServer], source: Path
+) -> list[ServerReading]:
+    """With --plan, the servers its run started: it says nothing of the others."""
+    if not ran:
+        return readings
+    skipped = [reading.name for reading in readings if reading.name not in ran]
+    if skipped:
+        print(f"colo verify: not started by {source}, not compared: {', '.join(skipped)}", file=sys.stderr)
+    return [reading for reading in readings if reading.name in ran]
+
+
+def _record(args: argparse.Namespace, plan: Plan, observed: list[Observed]) -> bool:
+    """--record: what was observed into the calibration file; False when nothing could be recorded."""
+    try:
+        done, skipped = record(args.record, plan.gpu.name, observed, driver=args.driver, today=date.today())
+    except CalibrationError as exc:
+        print(f"colo verify: nothing recorded: {exc}", file=sys.stderr)
+        return False
+    for line in done:
+        print(f"recorded in {args.record}: {line}", file=sys.stderr)
+    for line in skipped:
+        print(f"not recorded: {line}", file=sys.stderr)
+    return True
+
+
+def run(args: argparse.Namespace) -> int:
+    check_arguments(args)
+    stack, config, plan, ran, notes = _planned(args)
     readings = _readings(config, plan, args, ran)
     if isinstance(readings, str):
         print(f"colo verify: nothing could be read: {readings}", file=sys.stderr)
         return Verdict.UNREADABLE
-    if ran:  # a run that started some of the stack's servers says nothing of the others
-        skipped = [reading.name for reading in readings if reading.name not in ran]
-        readings = [reading for reading in readings if reading.name in ran]
-        if skipped:
-            print(
-                f"colo verify: not started by {args.plan}, not compared: {', '.join(skipped)}",
-                file=sys.stderr,
-            )
     planned = {server.name: (server, index == 0) for _, index, server in _servers(plan)}
-    checked = [_check(reading, planned) for reading in readings]
-    checked = [
-        (replace(check, notes=(*notes.get(check.name, ()), *check.notes)), observed)
-        for check, observed in checked
-    ]
-    checks = [check for check, _ in checked]
+    checked = [_check(reading, planned) for reading in _started_only(readings, ran, args.plan)]
+    checks = [replace(check, notes=(*notes.get(check.name, ()), *check.notes)) for check, _ in checked]
     if args.format == "json":
-        print(json.dumps(verify_view(stack_file.stack, checks), indent=2))
+        print(json.dumps(verify_view(stack, checks), indent=2))
     else:
-        print(render_text(stack_file.stack, checks, markdown=args.format == "markdown"))
-    if args.record:
-        observed = [item for _, item in checked if item is not None]
-        try:
-            done, skipped = record(
-                args.record, plan.gpu.name, observed, driver=args.driver, today=date.today()
-            )
-        except CalibrationError as exc:
-            print(f"colo verify: nothing recorded: {exc}", file=sys.stderr)
-            return Verdict.UNREADABLE
-        for line in done:
-            print(f"recorded in {args.record}: {line}", file=sys.stderr)
-        for line in skipped:
-            print(f"not recorded: {line}", file=sys.stderr)
+        print(render_text(stack, checks, markdown=args.format == "markdown"))
+    if args.record and not _record(args, plan, [item for _, item in checked if item is not None]):
+        return Verdict.UNREADABLE
     return overall(checks)
