@@ -179,6 +179,14 @@ GENERATORS: dict[str, Callable[[], str]] = {
 }
 
 
+def pictures() -> dict[Path, str]:
+    """The SVG files the README shows: the local stack's GPU, as `colo render` writes it."""
+    from colo.plan.budget_bars import svg_files
+
+    plan = make_plan(load_config(load_stack("local", ROOT)))
+    return {ROOT / "docs" / "pictures" / f"local-{name}": text for name, text in svg_files(plan, "").items()}
+
+
 def regenerate(text: str, outputs: dict[str, str]) -> str:
     return BLOCK.sub(lambda m: m.group(1) + outputs[m.group("name")] + m.group(4), text)
 
@@ -200,6 +208,10 @@ def stale_blocks() -> tuple[dict[Path, str], list[str]]:
             if match.group("body") != outputs[block]:
                 stale.append(f"{name}: {block}")
         updated[path] = regenerate(text, outputs)
+    for path, text in pictures().items():
+        if not path.is_file() or path.read_text() != text:
+            stale.append(str(path.relative_to(ROOT)))
+        updated[path] = text
     return updated, stale
 
 
@@ -213,6 +225,7 @@ def main() -> int:
             print(f"stale: {block} (run python scripts/update-readme.py)")
         return 1 if stale else 0
     for path, text in updated.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     for block in stale:
         print(f"regenerated {block}")
