@@ -247,7 +247,10 @@ class VllmImage(_Model):
         if self.image is None and official_build(self.version) is None:
             return self._default_image_without_facts()
         try:
-            known = find_image(self.resolved_image, stated_release=self.version)
+            # A digest of the official image takes the stated release's catalogued facts, unless the stack
+            # states the build itself (the way such a digest was accepted before the catalog vouched for it).
+            release = self.version if self.build is None else None
+            known = find_image(self.resolved_image, stated_release=release)
         except UnknownImage:
             if self.build is None or self._unstated(None):
                 keys = ", ".join(f"vllm.build.{k}" for k in BUDGET_BUILD_KEYS)

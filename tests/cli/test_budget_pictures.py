@@ -15,6 +15,9 @@ from colo.output_dir import RECORD
 from colo.plan.stack import make_plan
 from colo.stackfiles import load_stack
 
+# the session's renders of every stack (conftest.rendered) are made once, on one worker
+pytestmark = pytest.mark.xdist_group("rendered")
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

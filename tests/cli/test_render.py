@@ -17,6 +17,9 @@ from colo.render import APPLY_DIR, UNKNOWN_PLACEHOLDER, kubernetes_object
 from colo.stackfiles import list_stacks
 from tests.apply_dir import apply_directory_problems, objects_in
 
+# the session's renders of every stack (conftest.rendered) are made once, on one worker
+pytestmark = pytest.mark.xdist_group("rendered")
+
 
 def _objects(directory: Path) -> list[dict[str, Any]]:
     return objects_in(directory / APPLY_DIR)

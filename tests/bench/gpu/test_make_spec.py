@@ -9,6 +9,9 @@ import yaml
 
 from bench.gpu.make_spec import ENV, HERE, SpecError, build_spec, plan_json
 
+# the three stacks' plans (a subprocess each) are made once, on one worker
+pytestmark = pytest.mark.xdist_group("make-spec")
+
 
 @pytest.fixture(scope="module")
 def dense_plans() -> dict[str, Any]:
