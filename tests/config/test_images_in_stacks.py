@@ -58,10 +58,11 @@ def test_a_digest_of_the_official_image_takes_the_stated_releases_build() -> Non
     )
 
 
-def test_a_digest_of_the_official_image_is_refused_build_facts_the_catalog_holds() -> None:
-    assert "drop vllm.build.flashinfer" in _refusal(
-        image=f"vllm/vllm-openai@{DIGEST}", build={"flashinfer": False}
-    )
+def test_a_digest_of_the_official_image_with_its_build_stated_keeps_the_stated_facts() -> None:
+    """Before the catalog vouched for official digests, stating the build was the only way to pin one; such a
+    stack still plans, with its own facts."""
+    stack = _stack(image=f"vllm/vllm-openai@{DIGEST}", build={"flashinfer": False})
+    assert parse_stack_config(stack).pairs[0].llm.vllm.flashinfer_installed is False
 
 
 def test_a_digest_of_another_repository_names_no_release_and_no_build() -> None:
