@@ -58,11 +58,10 @@ def run_colo(*argv: str, cwd: Path = ROOT) -> str:
     """What `colo ARGV` prints on a UTF-8 stdout (stderr's progress lines are not part of the quote)."""
     raw = io.BytesIO()
     out = io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
-    with _terminal(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        try:
-            colo(list(argv))
-        except SystemExit:
-            pass
+    quiet = contextlib.redirect_stderr(io.StringIO())
+    # argparse's exits (--help, a bad flag) end a quote too
+    with _terminal(cwd), contextlib.redirect_stdout(out), quiet, contextlib.suppress(SystemExit):
+        colo(list(argv))
     out.flush()
     return raw.getvalue().decode("utf-8")
 
