@@ -1,6 +1,6 @@
 """colo: a large LLM and a small embedding model, both served by vLLM, on one GPU in Kubernetes.
 
-The names in `__all__` are colo's public API (README, "The public API and its versions"): the components
+The names in `__all__` are colo's public API (docs/components.md, "The public API and its versions"): the components
 any Pulumi program can use and the stack schema's pieces they take. Each is loaded on first use, so
 `import colo` itself, the schema's pieces and the memory model under it (colo.vllm) never import Pulumi.
 """

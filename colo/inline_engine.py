@@ -21,6 +21,7 @@ import argparse
 import contextlib
 import json
 import runpy
+import shutil
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -177,8 +178,19 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+NO_CLI = (
+    "python -m colo.inline_engine drives the Pulumi CLI (the engine, the providers, the state backend), and "
+    "there is no `pulumi` on PATH: install it (or put its bin directory on PATH); without it, `colo render "
+    "--cwd PROJECT_DIR --stack STACK --out DIR` runs the same program under Pulumi's mock runtime and writes "
+    "its objects"
+)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _arguments(argv)
+    if shutil.which("pulumi") is None:
+        print(NO_CLI, file=sys.stderr)
+        return 2
     program = project_program(args.program.resolve()) if args.program else None
     stack = select_stack(args.stack, args.project_dir, program)
     if args.render_dir is None:

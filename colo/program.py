@@ -32,7 +32,7 @@ from colo.stackfiles import MOCK_SECRET_VALUE
 PREFIX = "colo:"
 OUTSIDE_THE_ENGINE = (
     "this is a Pulumi program: it runs inside the Pulumi engine, which hands it the stack's config, and was "
-    "started without one. Run `pulumi preview` or `pulumi up` in the project directory (README, 'With the "
+    "started without one. Run `pulumi preview` or `pulumi up` in the project directory (docs/commands.md, 'With the "
     "Pulumi CLI'), or, without the Pulumi CLI, `colo plan --stack STACK` and `colo render --stack STACK "
     "--out DIR`."
 )

@@ -13,7 +13,9 @@ deploy (in a preview, e.g. an IAM role's name) is shown as UNKNOWN_PLACEHOLDER i
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -173,6 +175,7 @@ class Rendered:
     objects: list[Manifest]  # what manifests/ holds
     secrets: list[SecretToCreate]  # left out; created with their command
     cloud: list[dict[str, Any]]
+    pictures: dict[str, str] = dataclasses.field(default_factory=dict)  # file name -> SVG of a GPU's budget
 
     @property
     def object_paths(self) -> list[str]:
@@ -194,6 +197,9 @@ class Rendered:
         lines = [f"# colo render: stack {self.stack}", "", f"## Kubernetes objects ({len(self.objects)})", ""]
         lines += [f"Apply them all with `kubectl apply -f {APPLY_DIR}/`.", ""]
         lines += [f"- `{path}`" for path in self.object_paths]
+        if self.pictures:
+            lines += ["", f"## GPU budgets ({len(self.pictures)})", ""]
+            lines += [f"![{name.removesuffix('.svg')}]({name})" for name in sorted(self.pictures)]
         if self.secrets:
             lines += ["", f"## Secrets to create ({len(self.secrets)})", ""]
             lines += [
@@ -223,18 +229,21 @@ class Rendered:
         files = {f"{APPLY_DIR}/{m.filename}": m.text() for m in self.objects}
         files["summary.json"] = json.dumps(self.summary(), indent=2) + "\n"
         files["summary.md"] = self.summary_markdown()
-        return files
+        return files | self.pictures
 
 
-def render(run: ProgramRun, stack: str) -> Rendered:
+def render(run: ProgramRun, stack: str, pictures: Mapping[str, str] | None = None) -> Rendered:
     everything = manifests(run)
     secrets = [secret_to_create(m) for m in everything if m.kind == "Secret"]
     objects = [m for m in everything if m.kind != "Secret"]
-    return Rendered(stack, objects, secrets, cloud_resources(run))
+    return Rendered(stack, objects, secrets, cloud_resources(run), dict(pictures or {}))
 
 
-def write_render(run: ProgramRun, stack: str, out: Path) -> Rendered:
-    """Replace the render in `out` (a new, empty, or earlier colo render directory) with this one."""
-    rendered = render(run, stack)
+def write_render(
+    run: ProgramRun, stack: str, out: Path, pictures: Mapping[str, str] | None = None
+) -> Rendered:
+    """Replace the render in `out` (a new, empty, or earlier colo render directory) with this one;
+    `pictures` (file name -> SVG) sit beside summary.md."""
+    rendered = render(run, stack, pictures)
     replace_directory(out, rendered.files())
     return rendered

@@ -18,6 +18,7 @@ from typing import Any, Literal
 import yaml
 
 from colo.catalog.units import GIB, MIB
+from colo.suggest import close_match
 
 Segment = Literal["datacenter", "workstation"]
 # Words that vendors put in front of a name and users leave out ("NVIDIA GeForce RTX 4090" = "RTX 4090").
@@ -258,9 +259,12 @@ def gpu(name: str) -> GpuSpec:
     if candidates:
         listed = "; ".join(_describe(c) for c in candidates)
         raise GpuLookupError(f"GPU '{name}' could be any of: {listed}; name the one you have", candidates)
+    spellings = {alias: gpu for gpu, aliases in catalog.alias_text.items() for alias in (gpu, *aliases)}
+    closest = close_match(name, spellings)
+    guess = f"did you mean {_describe(spellings[closest])}? " if closest is not None else ""
     raise GpuLookupError(
-        f"unknown GPU '{name}'; colo's catalog has {', '.join(gpu_names())} (nvidia-smi's names and the "
-        f"usual short forms work too); for another GPU give its memory and compute capability instead"
+        f"unknown GPU '{name}'; {guess}colo's catalog has {', '.join(gpu_names())} (nvidia-smi's names and "
+        f"the usual short forms work too); for another GPU give its memory and compute capability instead"
     )
 
 

@@ -330,11 +330,22 @@ def _distribution_tag(catalog: ImageCatalog, reference: str, repository: str, ta
     return None
 
 
-def find_image(reference: str, catalog: ImageCatalog | None = None) -> ImageBuild:
-    """The build behind an image reference; raises `ImageLookupError` when the catalog cannot vouch for it."""
+def find_image(
+    reference: str, catalog: ImageCatalog | None = None, *, stated_release: str | None = None
+) -> ImageBuild:
+    """The build behind an image reference; raises `ImageLookupError` when the catalog cannot vouch for it.
+
+    A reference by digest alone names no release, so the catalog cannot place it, except for the official
+    repository given `stated_release` (the stack's vllm.version): a digest of the vLLM project's image is
+    one of its release builds (pinning by digest is what supply-chain guidance asks for), so that release's
+    build facts apply. Which release the digest holds is the stack's word; colo cannot read it offline."""
     catalog = catalog or load_catalog()
     repository, tag = split_reference(reference)
     _refuse_unsized(catalog, reference, repository, tag)
+    if tag is None and stated_release is not None and repository in catalog.official.repositories:
+        official = official_build(stated_release, catalog)
+        if official is not None:
+            return official.model_copy(update={"reference": reference})
     if tag is None:
         raise UnknownImage(reference)  # a digest: the catalog lists tags, so the stack must say what it is
     official = _official_tag(catalog, repository, tag)

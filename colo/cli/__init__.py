@@ -1,4 +1,6 @@
-"""`colo` command line: plan, estimate, render, diff, preflight, pack. Each command lives in its own module."""
+"""colo sizes every vLLM process on a shared GPU the way vLLM sizes itself, and deploys the pairs to Kubernetes.
+
+Start with `colo plan --stack local`, then `colo render --stack local --out rendered/local`."""
 
 from __future__ import annotations
 
@@ -7,46 +9,131 @@ import importlib
 import signal
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 
 from colo.cli.common import ExitCode
 from colo.errors import ColoError, ConfigError, UsageError
 
-# name -> (module, one-line help); modules are imported only when their command runs.
+
+@dataclass(frozen=True)
+class Command:
+    module: str  # imported only when the command runs (or completion needs every flag)
+    help: str  # one line, in `colo --help` and atop the command's own help
+    examples: tuple[str, ...]  # shown under `colo <command> --help`, each a line a user can paste
+
+
 COMMANDS = {
-    "plan": ("colo.cli.plan_cmd", "size every pair on its GPU and show the budget, flags and probes"),
-    "estimate": ("colo.cli.estimate_cmd", "size one vLLM process the way vLLM would"),
-    "render": (
+    "plan": Command(
+        "colo.cli.plan_cmd",
+        "size every pair on its GPU and show the budget, flags and probes",
+        ("colo plan --stack local", "colo plan --config my-stack.yaml --format json"),
+    ),
+    "estimate": Command(
+        "colo.cli.estimate_cmd",
+        "size one vLLM process the way vLLM would",
+        (
+            "colo estimate --model Qwen/Qwen3-8B --gpu L40S --max-model-len 32768",
+            "colo estimate --model path/to/config.json --gpu H100 --format json",
+        ),
+    ),
+    "render": Command(
         "colo.cli.render_cmd",
         "run the program under Pulumi's mock runtime and write its Kubernetes YAML",
+        ("colo render --stack local --out rendered/local",),
     ),
-    "diff": ("colo.cli.diff_cmd", "compare the plan and manifests of two configs, as markdown for a PR"),
-    "verify": (
+    "diff": Command(
+        "colo.cli.diff_cmd",
+        "compare the plan and manifests of two configs, as markdown for a PR",
+        ("colo diff --stack prod --base origin/main", "colo diff --config new.yaml --base-config old.yaml"),
+    ),
+    "verify": Command(
         "colo.cli.verify_cmd",
         "hold the plan against what each vLLM server reported at startup (logs, /metrics)",
+        (
+            "colo verify --stack prod",
+            "colo verify --stack local --log chat-llm.log --server chat/llm",
+            "colo verify --config bench/gpu/stacks/Pulumi.h200-dense.yaml --logs logs/ "
+            "--plan bench/gpu/results/2026-12-02-h200-dense-records.json",
+        ),
     ),
-    "load": (
+    "load": Command(
         "colo.cli.load_cmd",
         "measure in place what the companions cost the LLM: a bounded load, alone and beside them",
+        (
+            "colo load --stack prod --pair chat --max-seconds 300",
+            "colo load --stack local --loopback llm=8000 --loopback embedding=8001 --loopback reranker=8002",
+        ),
     ),
-    "preflight": (
+    "preflight": Command(
         "colo.cli.preflight_cmd",
         "check the AWS side (cluster, instance type, S3 models) with boto3",
+        (
+            "colo preflight --stack prod --region us-east-1",
+            "colo preflight --stack prod --kubeconfig ~/.kube/prod --context prod-admin",
+        ),
     ),
-    "pack": (
+    "pack": Command(
         "colo.cli.pack_cmd",
         "find the cheapest instance type and pairing that hold a list of models (or a stack's pairs)",
+        (
+            "colo pack --models packs/field-report.yaml",
+            "colo pack --stack prod --format json",
+            "colo pack --stack prod --node-pool-mode karpenter --write stacks/Pulumi.packed.yaml",
+        ),
+    ),
+    "completion": Command(
+        "colo.cli.completion_cmd",
+        "print the shell completion script for bash, zsh or fish",
+        (
+            "colo completion bash > ~/.local/share/bash-completion/completions/colo",
+            "colo completion fish > ~/.config/fish/completions/colo.fish",
+        ),
     ),
 }
 
+EXIT_CODES = """exit codes:
+  0  it fits, the process starts, every check passes
+  1  a pair does not fit, a process would not start, a check fails
+  2  the config or the arguments are invalid: nothing was planned"""
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """Only the chosen command's module is imported, so `colo plan` never loads boto3 or Pulumi."""
-    parser = argparse.ArgumentParser(prog="colo", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    for name, (module_name, help_text) in COMMANDS.items():
-        sub_parser = sub.add_parser(name, help=help_text, description=help_text)
-        if name == command:
-            module = importlib.import_module(module_name)
+
+def colo_version() -> str:
+    try:
+        return version("colo")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
+def _overview() -> str:
+    return f"{EXIT_CODES}\n\nrun `colo COMMAND --help` for its flags and examples"
+
+
+def _epilog(command: Command) -> str:
+    return "\n".join(["examples:", *(f"  {example}" for example in command.examples), "", EXIT_CODES])
+
+
+def build_parser(command: str | None = None, *, every_command: bool = False) -> argparse.ArgumentParser:
+    """Only the chosen command's module is imported, so `colo plan` never loads boto3 or Pulumi;
+    `every_command` imports them all (shell completion lists every flag)."""
+    parser = argparse.ArgumentParser(
+        prog="colo",
+        description=__doc__,
+        epilog=_overview(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"colo {colo_version()}")
+    sub = parser.add_subparsers(title="commands", dest="command", required=True, metavar="COMMAND")
+    for name, spec in COMMANDS.items():
+        sub_parser = sub.add_parser(
+            name,
+            help=spec.help,
+            description=spec.help,
+            epilog=_epilog(spec),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        if name == command or every_command:
+            module = importlib.import_module(spec.module)
             module.add_arguments(sub_parser)
             sub_parser.set_defaults(run=module.run)
     return parser

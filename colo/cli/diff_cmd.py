@@ -8,18 +8,23 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from colo.cli.common import ExitCode, add_stack_arguments, load_config, read_stack_file
 from colo.cli.plan_cmd import build_plan
+from colo.cli.progress import step
 from colo.config import StackConfig
 from colo.diff import markdown
 from colo.diff.objects import ObjectChanges, object_changes
+from colo.diff.pictures import picture_files, pictures_markdown
 from colo.diff.plan_changes import plan_changes
 from colo.diff.rendered import rendered_objects
 from colo.diff.sides import stack_file_at
 from colo.errors import ConfigError
+from colo.output_dir import replace_directory
 from colo.plan.stack import Plan
 from colo.stackfiles import StackFile, load_stack_file, require_project, stack_path
 
@@ -31,6 +36,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--base", metavar="REF", help="base side: the same stack file at this git ref (absent there: empty)"
     )
     base.add_argument("--base-config", type=Path, help="base side: any file shaped like a Pulumi stack file")
+    parser.add_argument(
+        "--pictures",
+        type=Path,
+        metavar="DIR",
+        help="also write each GPU's budget before and after as SVG into DIR (gpu-<n>-base.svg, "
+        "gpu-<n>-head.svg), shown side by side in the comment; DIR follows colo render's rules for --out",
+    )
 
 
 @dataclass(frozen=True)
@@ -89,8 +101,12 @@ def _objects(base: Side, before: Plan | None, head: Side, after: Plan) -> Object
     if before is not None and not before.feasible:
         return "the base side does not fit, so there is nothing to compare against"
     assert head.stack_file is not None
-    after_objects = rendered_objects(head.stack_file)
-    before_objects = rendered_objects(base.stack_file) if base.stack_file else {}
+    with step("diff", f"rendering the head side ({head.label})"):
+        after_objects = rendered_objects(head.stack_file)
+    before_objects: dict[str, Mapping[str, Any]] = {}
+    if base.stack_file is not None:
+        with step("diff", f"rendering the base side ({base.label})"):
+            before_objects = rendered_objects(base.stack_file)
     return object_changes(before_objects, after_objects)
 
 
@@ -108,5 +124,12 @@ def run(args: argparse.Namespace) -> int:
     after = build_plan(head.config)
     changes = plan_changes(before, after)
     objects = _objects(base, before, head, after)
-    print(markdown.render(stack, base.label, head.label, changes, objects), end="")
+    comment = markdown.render(stack, base.label, head.label, changes, objects)
+    if args.pictures is not None:
+        files = picture_files(before, after)
+        replace_directory(
+            args.pictures if args.cwd is None else args.cwd / args.pictures, files, flag="--pictures"
+        )
+        comment += "\n" + "\n".join(pictures_markdown(files, args.pictures.as_posix()))
+    print(comment, end="")
     return ExitCode.OK if changes.after_fits else ExitCode.FAILS

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from pydantic import ValidationError
 
 from colo.catalog import gpu_names
+from colo.cli import estimate_report
 from colo.cli.common import ExitCode, schema_choices
+from colo.cli.flag_names import as_flags, flag
+from colo.cli.terminal import terminal_width, unicode_output
 from colo.config.estimate import EstimateArguments, Runner
 from colo.config.schema import (
     KV_CACHE_DTYPE_CHOICES,
@@ -23,7 +27,7 @@ from colo.config.schema import (
     SpeculativeMethod,
 )
 from colo.errors import ArgumentsError, Problem
-from colo.vllm import EstimateRefused, estimate, estimate_view, supported_range
+from colo.vllm import EstimateRefused, estimate, supported_range
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,29 +53,79 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--gpu-compute-capability",
+        metavar="MAJOR.MINOR",
         help="the GPU's CUDA compute capability as `nvidia-smi --query-gpu=compute_cap --format=csv` prints it "
         "(8.0, 8.9, 12.0): required with --gpu-memory-mib for a GPU colo's catalog lacks",
     )
-    parser.add_argument("--vllm-version", default=supported_range()[1], help="default: the newest mirrored")
+    low, high = supported_range()
+    parser.add_argument(
+        "--vllm-version",
+        default=high,
+        help=f"the vLLM release whose memory rules apply ({low} to {high}); default: the newest, {high}",
+    )
     parser.add_argument(
         "--assume-rules-of",
         metavar="RELEASE",
         help="at your own risk: size a --vllm-version newer than every mirrored release with the rules of this "
-        "mirrored one; the output says so under rules_assumed",
+        "mirrored one; the output says so (rules assumed)",
     )
-    parser.add_argument("--gpu-memory-utilization", type=float, help="a fraction in (0, 1]")
-    parser.add_argument("--max-model-len", type=int)
-    parser.add_argument("--max-num-seqs", type=int)
-    parser.add_argument("--max-num-batched-tokens", type=int)
-    parser.add_argument("--kv-cache-dtype", default="auto", choices=KV_CACHE_DTYPE_CHOICES)
+    parser.add_argument(
+        "--gpu-memory-utilization",
+        type=float,
+        metavar="FRACTION",
+        help="vLLM's --gpu-memory-utilization, a fraction in (0, 1]; default: vLLM's own (0.9)",
+    )
+    parser.add_argument(
+        "--max-model-len",
+        type=int,
+        metavar="TOKENS",
+        help="the longest request in tokens; default: the model's own limit (config.json), as vLLM derives it",
+    )
+    parser.add_argument(
+        "--max-num-seqs",
+        type=int,
+        metavar="N",
+        help="requests in one batch; default: the release's default for the GPU (256 or 1024)",
+    )
+    parser.add_argument(
+        "--max-num-batched-tokens",
+        type=int,
+        metavar="TOKENS",
+        help="tokens in one scheduler step, which sizes the activation peak; default: the release's for the GPU",
+    )
+    parser.add_argument(
+        "--kv-cache-dtype",
+        default="auto",
+        choices=KV_CACHE_DTYPE_CHOICES,
+        metavar="DTYPE",
+        help=f"the KV cache's dtype ({', '.join(KV_CACHE_DTYPE_CHOICES)}); default: auto, the model's",
+    )
     parser.add_argument(
         "--quantization",
         choices=QUANTIZATION_CHOICES,
-        help="vLLM's own method names; default: what the checkpoint's config declares, as vLLM resolves it",
+        metavar="METHOD",
+        help="vLLM's own method names (any release's: fp8, awq_marlin, gptq_marlin, compressed-tensors, ...); "
+        "default: what the checkpoint's config declares, as vLLM resolves it",
     )
-    parser.add_argument("--enforce-eager", action="store_true")
-    parser.add_argument("--runner", choices=schema_choices(Runner), default="generate")
-    parser.add_argument("--tensor-parallel-size", type=int, default=1)
+    parser.add_argument(
+        "--enforce-eager",
+        action="store_true",
+        help="no CUDA graphs and no torch.compile: less memory, slower decoding",
+    )
+    parser.add_argument(
+        "--runner",
+        choices=schema_choices(Runner),
+        default="generate",
+        help="generate (an LLM) or pooling (an embedding or reranker model, which has no KV cache to "
+        "speak of); default: generate",
+    )
+    parser.add_argument(
+        "--tensor-parallel-size",
+        type=int,
+        default=1,
+        metavar="N",
+        help="GPUs the model is split over; the figures are one rank's (default: 1)",
+    )
     parser.add_argument(
         "--pipeline-parallel-size",
         type=int,
@@ -84,10 +138,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=schema_choices(ModelDtype),
         help="vLLM's --dtype; default: auto, as the release resolves it for the checkpoint and the GPU",
     )
-    parser.add_argument("--kv-cache-memory-bytes", type=int)
-    parser.add_argument("--free-memory-gib", type=float, help="free memory at start instead of an idle GPU")
-    parser.add_argument("--num-speculative-tokens", type=int)
-    parser.add_argument("--speculative-method", choices=schema_choices(SpeculativeMethod))
+    parser.add_argument(
+        "--kv-cache-memory-bytes",
+        type=int,
+        metavar="BYTES",
+        help="a fixed KV pool instead of one derived from the utilization (vLLM >= 0.10.2)",
+    )
+    parser.add_argument(
+        "--free-memory-gib",
+        type=float,
+        metavar="GIB",
+        help="free memory at start, as other processes on the GPU leave it; default: an idle GPU",
+    )
+    parser.add_argument(
+        "--num-speculative-tokens",
+        type=int,
+        metavar="N",
+        help="draft tokens per step; needs --speculative-method (default: 1 with a method)",
+    )
+    parser.add_argument(
+        "--speculative-method",
+        choices=schema_choices(SpeculativeMethod),
+        help="speculative decoding, as vLLM's --speculative-config method; default: none",
+    )
     parser.add_argument(
         "--allow-long-max-model-len", action="store_true", help="VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
     )
@@ -117,11 +190,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the tensor-parallel ranks share one NVSwitch board (8-GPU HGX: p4d, p4de, p5, p5e, p5en), where NCCL "
         "adds NVLink SHARP buffers from three ranks (read in NCCL's source, not measured)",
     )
-    parser.add_argument("--json", action="store_true", help="print JSON (the default output is JSON too)")
-
-
-def flag(field: str) -> str:
-    return "--" + field.replace("_", "-")
+    parser.add_argument(
+        "--format",
+        choices=("table", "json"),
+        default="table",
+        help="table: the verdict and the budget for a person (default); json: every figure, for tools",
+    )
+    parser.add_argument(
+        "--json", dest="format", action="store_const", const="json", help="the same as --format json"
+    )
 
 
 def _problem(error: Any) -> Problem:
@@ -143,6 +220,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = estimate(arguments.request())
     except EstimateRefused as exc:
-        raise ArgumentsError([Problem(flag(exc.field), exc.message)]) from None
-    print(json.dumps(estimate_view(result), indent=2))
+        raise ArgumentsError([Problem(flag(exc.field), as_flags(exc.message))]) from None
+    if args.format == "json":
+        print(json.dumps(estimate_report.json_view(result), indent=2))
+    else:
+        print(estimate_report.text(result, terminal_width(), unicode_output()))
+    if not result.ok:  # the verdict reaches a reader of stderr too, whatever the format
+        print(f"colo estimate: {estimate_report.verdict_line(result)}", file=sys.stderr)
     return ExitCode.OK if result.ok else ExitCode.FAILS

@@ -11,6 +11,7 @@ from typing import get_args
 from pydantic import ValidationError
 
 from colo.cli.common import ExitCode, add_stack_arguments, load_config, read_stack_file
+from colo.cli.progress import step
 from colo.config.schema import Cluster, NodePool, NodePoolMode
 from colo.errors import ArgumentsError, InfeasiblePlanError, Problem
 from colo.pack.engine import check_stack
@@ -37,7 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma-separated instance families to search, e.g. g6e,g7e (default: every priced one)",
     )
     parser.add_argument("--alternatives", type=int, default=3, help="how many layouts to show after the best")
-    parser.add_argument("--format", choices=("table", "json"), default="table")
+    parser.add_argument(
+        "--format", choices=("table", "json"), default="table", help="table (default) or json, for tools"
+    )
     parser.add_argument(
         "--write", type=Path, help="write the best layout as a stack file, e.g. stacks/Pulumi.packed.yaml"
     )
@@ -102,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
     if args.write is not None:
         ensure_writable(args.write)  # before the search, so a refusal costs nothing
     request = _request(args)
-    result = pack(request, max(args.alternatives, 0))
+    with step("pack", "planning every model on every priced instance type"):
+        result = pack(request, max(args.alternatives, 0))
     if args.format == "json":
         print(json.dumps(pack_view(result), indent=2, sort_keys=True))
     else:

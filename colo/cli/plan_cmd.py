@@ -7,40 +7,73 @@ import json
 from typing import Any
 
 from colo.cli.common import ExitCode, add_stack_arguments, load_config, read_stack_file
+from colo.cli.terminal import terminal_width, unicode_output
 from colo.config import StackConfig
+from colo.plan.budget_bars import gpu_bar
+from colo.plan.picture import GIB, PROCESS_KINDS, GpuBar, hundredths_of_gib, terminal_lines
 from colo.plan.report import plan_view
 from colo.plan.stack import Plan, make_plan
 from colo.profiles import s3_profile_reader
 
-COLUMNS = [
-    ("server", "name"),
-    ("model", "model"),
-    ("util", "gpu_memory_utilization"),
-    ("weights GiB", "weights_gib"),
-    ("activ GiB", "activation_peak_gib"),
-    ("graphs GiB", "cuda_graph_gib"),
-    ("KV GiB", "kv_cache_gib"),
-    ("KV tokens", "kv_tokens"),
-    ("concurrency", "max_concurrency"),
-    ("footprint MiB", "footprint_mib"),
-    ("startup probe s", "startup_probe_seconds"),
+# The memory columns are the parts of each process's footprint (colo.plan.budget_bars), in GiB, so that a row
+# adds up to its footprint; the rest come from the plan's JSON view.
+MEMORY_HEADERS = [
+    "context GiB",
+    "weights GiB",
+    "activ GiB",
+    "graphs GiB",
+    "non-torch GiB",
+    "KV GiB",
+    "after-start GiB",
 ]
+assert len(MEMORY_HEADERS) == len(PROCESS_KINDS)
+HEADERS = [
+    "server",
+    "model",
+    "util",
+    *MEMORY_HEADERS,
+    "= footprint GiB",
+    "KV tokens",
+    "concurrency",
+    "startup probe s",
+]
+COLUMNS_NOTE = (
+    "the GiB columns add up to each footprint as nvidia-smi will show it: CUDA context, weights, activation "
+    "peak, CUDA graphs as held once serving, non-torch memory, KV cache, and what it holds beyond them after "
+    "startup (warm-up leftovers, buffers outside vLLM's budget)"
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_stack_arguments(parser)
-    parser.add_argument("--format", choices=("table", "markdown", "json"), default="table")
+    parser.add_argument(
+        "--format",
+        choices=("table", "markdown", "json"),
+        default="table",
+        help="table: for a terminal, with a bar per GPU (default); markdown: for a PR; json: for tools",
+    )
 
 
 def build_plan(config: StackConfig) -> Plan:
     return make_plan(config, s3_profile=s3_profile_reader(config))
 
 
-def _rows(pair: dict[str, Any]) -> list[list[str]]:
+def _rows(pair: dict[str, Any], bar: GpuBar) -> list[list[str]]:
     rows = []
-    for server in pair["servers"]:
-        flat = {**server["memory"], **server}
-        rows.append([str(flat[key]) for _, key in COLUMNS])
+    for server, process in zip(pair["servers"], bar.processes, strict=True):
+        memory = hundredths_of_gib([segment.bytes for segment in process.segments])
+        rows.append(
+            [
+                server["name"],
+                server["model"],
+                str(server["memory"]["gpu_memory_utilization"]),
+                *memory,
+                f"{process.bytes / GIB:.2f}",
+                str(server["memory"]["kv_tokens"]),
+                str(server["memory"]["max_concurrency"]),
+                str(server["startup_probe_seconds"]),
+            ]
+        )
     return rows
 
 
@@ -86,7 +119,7 @@ def _capacity_lines(view: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _pair_lines(pair: dict[str, Any], markdown: bool) -> list[str]:
+def _pair_lines(pair: dict[str, Any], bar: GpuBar, markdown: bool, width: int | None) -> list[str]:
     """One pair: its verdict, its servers' budgets, the startup checks, notes and `vllm serve` lines."""
     verdict = "fits" if pair["feasible"] else "DOES NOT FIT"
     head = "### " if markdown else ""
@@ -97,8 +130,10 @@ def _pair_lines(pair: dict[str, Any], markdown: bool) -> list[str]:
         f"(safety margin {pair['safety_margin_mib']} MiB)",
         "",
     ]
-    lines += (_markdown if markdown else _table)([h for h, _ in COLUMNS], _rows(pair))
-    lines.append("")
+    lines += (_markdown if markdown else _table)(HEADERS, _rows(pair, bar))
+    lines += ["", COLUMNS_NOTE, ""]
+    if width is not None:
+        lines += [*terminal_lines(bar, width, unicode=unicode_output()), ""]
     checks = ", ".join(
         f"{c['server']}: free {c['free_gib']} GiB >= requested {c['requested_gib']} GiB "
         f"{'ok' if c['ok'] else 'FAILS'}"
@@ -137,12 +172,13 @@ def _findings(heading: str, findings: list[dict[str, str]]) -> list[str]:
     return ["", heading, *(f"- {f['path']}: {f['message']}" for f in findings)]
 
 
-def render_text(view: dict[str, Any], markdown: bool) -> str:
+def render_text(view: dict[str, Any], bars: list[GpuBar], markdown: bool, width: int | None = None) -> str:
+    """The plan as text; `width`: draw each GPU's budget as a bar that wide (the terminal's, for a table)."""
     title = "## " if markdown else ""
     lines = [_headline(view, title), *_capacity_lines(view)]
     lines += [f"note (GPU): {assumption}" for assumption in view["gpu"]["assumptions"]]
-    for pair in view["pairs"]:
-        lines += _pair_lines(pair, markdown)
+    for pair, bar in zip(view["pairs"], bars, strict=True):
+        lines += _pair_lines(pair, bar, markdown, width)
     lines += _findings(f"{title}Warnings" if markdown else "WARNINGS:", view["warnings"])
     lines += _findings(f"{title}Problems" if markdown else "PROBLEMS:", view["problems"])
     return "\n".join(lines)
@@ -155,5 +191,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(view, indent=2, sort_keys=True))
     else:
-        print(render_text(view, markdown=args.format == "markdown"))
+        markdown = args.format == "markdown"
+        bars = [gpu_bar(pair) for pair in plan.pairs]
+        print(render_text(view, bars, markdown=markdown, width=None if markdown else terminal_width()))
     return ExitCode.OK if plan.feasible else ExitCode.FAILS

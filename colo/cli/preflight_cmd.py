@@ -4,12 +4,16 @@ and auto also what Karpenter needs in AWS and, through the Kubernetes API, in th
 from __future__ import annotations
 
 import argparse
+import os
 from functools import partial
+
+import boto3
 
 from colo.aws.capacity_preflight import aws_capacity_checks
 from colo.aws.clients import RegionMissing
-from colo.aws.preflight import Check, run_checks
+from colo.aws.preflight import Check, run_checks, s3_uris
 from colo.cli.common import ExitCode, add_stack_arguments, load_config, read_stack_file
+from colo.config import StackConfig
 from colo.errors import ConfigError, Problem
 from colo.kube_preflight import ApiObjects, kube_capacity_checks
 from colo.plan.capacity import capacity_spec
@@ -37,10 +41,29 @@ def render(checks: list[Check]) -> str:
     return "\n".join(lines)
 
 
+def uses_no_aws(config: StackConfig, region: str | None) -> bool:
+    """A stack on nodes that exist already, with no model in S3 and no AWS region anywhere: nothing of it is
+    on AWS for preflight to check (with a region, its EKS cluster is checked)."""
+    return region is None and config.node_pool.mode == "existing" and not s3_uris(config)
+
+
 def run(args: argparse.Namespace) -> int:
     stack_file = read_stack_file(args)
     config = load_config(stack_file)
-    region = args.region or config.aws_region
+    # AWS_REGION as well as boto3's own lookup (AWS_DEFAULT_REGION, the profile), which skips AWS_REGION
+    region = (
+        args.region
+        or config.aws_region
+        or os.environ.get("AWS_REGION")
+        or boto3.session.Session().region_name
+    )
+    if uses_no_aws(config, region):
+        print(
+            f"nothing to check: stack {stack_file.stack} uses no AWS (its nodes exist already, no model comes "
+            "from S3, and no aws:region, --region or AWS_REGION is set); preflight checks only the AWS side, "
+            "so give a region to check an EKS cluster"
+        )
+        return ExitCode.OK
     # The GPU and GPUs per node the budget uses; model profiles are not read here (checked below).
     plan = make_plan(config)
     # What Karpenter or EKS Auto Mode would launch: checked in AWS and in the cluster.

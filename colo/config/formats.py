@@ -190,8 +190,9 @@ OFFICIAL_VLLM = {
 }
 
 
-def image_reference(value: str) -> tuple[str, str | None, str | None] | str:
-    """(name, tag, digest) of a pinned image reference, or why it is refused."""
+def image_reference(value: str, example_tag: str = "v0.11.0") -> tuple[str, str | None, str | None] | str:
+    """(name, tag, digest) of a pinned image reference, or why it is refused; an unpinned one is told to pin
+    a tag such as `example_tag` (a vLLM server's: its own release)."""
     if len(value) > 512:
         return f"'{shown(value)}' is longer than any image reference ({len(value)} characters)"
     registry = value.split("/", 1)[0] if "/" in value else ""
@@ -212,5 +213,7 @@ def image_reference(value: str) -> tuple[str, str | None, str | None] | str:
     if len(name) > 255:
         return f"'{shown(value)}' has a repository name longer than 255 characters"
     if digest is None and (tag is None or tag == "latest"):
-        return f"image '{shown(value)}' is not pinned; give an explicit tag such as :v0.11.0 or a digest"
+        return (
+            f"image '{shown(value)}' is not pinned; give an explicit tag such as :{example_tag} or a digest"
+        )
     return name, tag, digest

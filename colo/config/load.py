@@ -10,9 +10,11 @@ from pydantic import ValidationError
 from pydantic.alias_generators import to_camel
 
 from colo.config.catalog_checks import catalog_problems
+from colo.config.key_suggestions import known_keys
 from colo.config.schema import StackConfig
 from colo.echo import shown
 from colo.errors import ConfigError, Problem
+from colo.suggest import unknown_word
 
 PROJECT = "colo"
 # Top-level keys of the `colo:` namespace; the secret hfToken is read separately and never parsed here.
@@ -34,7 +36,9 @@ def config_path(loc: Sequence[int | str]) -> str:
 def _message(error: Mapping[str, Any]) -> str:
     kind = error["type"]
     if kind == "extra_forbidden":
-        return "unknown key; check its spelling against the README's config reference"
+        *parent, key = error["loc"]
+        known = known_keys(StackConfig, parent)
+        return unknown_word("key", str(key), known)
     if kind == "missing":
         return "required; add it to the stack config"
     message = str(error["msg"])
@@ -64,7 +68,7 @@ def parse_stack_config(
     problems = [
         Problem(
             f"{PROJECT}:{shown(key)}",
-            f"unknown config key; known keys are {', '.join((*CONFIG_KEYS, *SECRET_KEYS))}",
+            unknown_word("config key", str(key), (*CONFIG_KEYS, *SECRET_KEYS)),
         )
         for key in unknown
     ]

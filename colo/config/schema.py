@@ -20,6 +20,7 @@ from pydantic import (
     Field,
     SecretStr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -214,11 +215,11 @@ class _Model(BaseModel):
     )
 
 
-def require_pinned(image: str | None) -> str | None:
+def require_pinned(image: str | None, example_tag: str = "v0.11.0") -> str | None:
     """An image reference a registry accepts, pinned by an explicit tag (not latest) or a full digest."""
     if image is None:
         return image
-    parsed = formats.image_reference(image)
+    parsed = formats.image_reference(image, example_tag)
     if isinstance(parsed, str):
         raise ValueError(parsed)
     return image
@@ -277,8 +278,9 @@ class VllmImage(_Model):
 
     @field_validator("image")
     @classmethod
-    def _pinned(cls, value: str | None) -> str | None:
-        """A moving tag is refused in the catalog's words (which name the release `latest` is today)."""
+    def _pinned(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """A moving tag is refused in the catalog's words (which name the release `latest` is today); any other
+        unpinned image is told to pin the release the stack states (`version` is validated first)."""
         if value is not None and "@" not in value and split_reference(value)[1] == "latest":
             try:
                 find_image(value)
@@ -286,7 +288,8 @@ class VllmImage(_Model):
                 raise ValueError(str(moving)) from None
             except (ImageLookupError, ValueError):
                 pass  # refused below, as any unpinned reference
-        return require_pinned(value)
+        version = info.data.get("version")
+        return require_pinned(value, f"v{version}" if version else "v0.11.0")
 
     @model_validator(mode="after")
     def _the_image_runs_the_version_and_its_build_is_known(self) -> VllmImage:
@@ -297,7 +300,10 @@ class VllmImage(_Model):
         if self.image is None and official_build(self.version) is None:
             return self._default_image_without_facts()
         try:
-            known = find_image(self.resolved_image)
+            # A digest of the official image takes the stated release's catalogued facts, unless the stack
+            # states the build itself (the way such a digest was accepted before the catalog vouched for it).
+            release = self.version if self.build is None else None
+            known = find_image(self.resolved_image, stated_release=release)
         except UnknownImage:
             if self.build is None or self._unstated(None):
                 keys = ", ".join(f"vllm.build.{k}" for k in BUDGET_BUILD_KEYS)
@@ -386,7 +392,7 @@ class VllmImage(_Model):
         stated = self.build.flashinfer if self.build is not None else None
         if stated is None:
             try:
-                stated = find_image(self.resolved_image).build.flashinfer
+                stated = find_image(self.resolved_image, stated_release=self.version).build.flashinfer
             except UnknownImage:
                 assumed = official_build(self.assume_rules_of) if self.assume_rules_of else None
                 if assumed is None:
@@ -401,7 +407,7 @@ class VllmImage(_Model):
         stated = self.build.torch if self.build is not None else None
         if stated is None:
             try:
-                stated = find_image(self.resolved_image).build.torch
+                stated = find_image(self.resolved_image, stated_release=self.version).build.torch
             except (ImageLookupError, UnknownImage):
                 return None
         return stated

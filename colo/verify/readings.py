@@ -6,6 +6,7 @@ Offline, a directory holds one file per server named after it as colo names its 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,8 +45,11 @@ def _text(path: Path) -> str:
     return read_head(path, LOG_HEAD_BYTES).decode("utf-8", errors="replace")
 
 
-def read_log_dir(directory: Path, servers: list[tuple[str, str]]) -> list[ServerReading]:
-    """One reading per planned (pair, role); a missing file is a server that could not be read."""
+def read_log_dir(
+    directory: Path, servers: list[tuple[str, str]], stems: Mapping[str, str] | None = None
+) -> list[ServerReading]:
+    """One reading per planned (pair, role); a missing file is a server that could not be read. `stems`:
+    the file a server's log is under where it is not its own name (a process that stood in for several)."""
     if not directory.is_dir():
         return [
             ServerReading(pair, role, str(directory), unread=f"{directory} is not a directory")
@@ -53,7 +57,8 @@ def read_log_dir(directory: Path, servers: list[tuple[str, str]]) -> list[Server
         ]
     readings = []
     for pair, role in servers:
-        log, metrics = directory / f"{pair}-{role}.log", directory / f"{pair}-{role}.metrics"
+        stem = (stems or {}).get(f"{pair}-{role}", f"{pair}-{role}")
+        log, metrics = directory / f"{stem}.log", directory / f"{stem}.metrics"
         if not log.is_file():
             readings.append(ServerReading(pair, role, str(log), unread=f"no {log.name} in {directory}"))
             continue

@@ -23,12 +23,28 @@ def _value(value: object) -> str:
     return str(value)
 
 
+def _decimals(value: object) -> int:
+    """The decimals a figure is stated with (0.028 -> 3, 139.19 -> 2, 16 -> 0), at most 4."""
+    if not isinstance(value, float):
+        return 0
+    text = f"{value:.4f}".rstrip("0")
+    return len(text.split(".")[1]) if "." in text else 0
+
+
 def _deviation(result: TermResult) -> str:
+    """Observed minus planned, as precise as the figures themselves (a utilization 0.024 -> 0.028 reads
+    +0.004, not +0.00), and relative to the planned figure where that means something."""
     deviation, relative = result.deviation, result.relative
     if deviation is None:
         return "-" if result.ok else "differs"
-    text = f"{deviation:+.2f}" if isinstance(result.planned, float) else f"{deviation:+,.0f}"
-    return text + (f" ({relative:+.1%})" if relative is not None else "")
+    decimals = max(_decimals(result.planned), _decimals(result.observed))
+    text = f"{deviation:+,.{decimals}f}"
+    return text + (f" ({relative:+.1%})" if relative is not None and deviation else "")
+
+
+def _tolerance(result: TermResult) -> str:
+    term = result.term
+    return term.tolerance.describe(term.unit) if term.tolerance else "equal"
 
 
 def _with_unit(value: object, unit: str) -> str:
@@ -41,7 +57,7 @@ def _why(check: ServerCheck) -> str:
         return check.unread
     if off is None:
         return f"{len(check.results)} terms within tolerance"
-    tolerance = off.term.tolerance.describe(off.term.unit) if off.term.tolerance else "must be equal"
+    tolerance = _tolerance(off) if off.term.tolerance else "must be equal"
     return (
         f"{off.term.label} is off first: planned {_with_unit(off.planned, off.term.unit)}, observed "
         f"{_with_unit(off.observed, off.term.unit)} ({_deviation(off)}; tolerance {tolerance})"
@@ -69,7 +85,7 @@ def check_view(check: ServerCheck) -> dict[str, Any]:
                 "observed": r.observed,
                 "deviation": None if r.deviation is None else round(r.deviation, 4),
                 "relative": None if r.relative is None else round(r.relative, 4),
-                "tolerance": r.term.tolerance.describe(r.term.unit) if r.term.tolerance else "equal",
+                "tolerance": _tolerance(r),
                 "ok": r.ok,
             }
             for r in check.results
@@ -96,13 +112,14 @@ def _rows(check: ServerCheck) -> list[list[str]]:
             _value(r.planned),
             _value(r.observed),
             _deviation(r),
+            _tolerance(r),
             "yes" if r.ok else "NO",
         ]
         for r in check.results
     ]
 
 
-HEADERS = ["term", "planned", "observed", "deviation", "within"]
+HEADERS = ["term", "planned", "observed", "deviation", "tolerance", "within"]
 
 
 def _table(rows: list[list[str]], markdown: bool) -> list[str]:

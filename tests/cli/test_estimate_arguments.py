@@ -18,7 +18,17 @@ from colo.cli.estimate_cmd import add_arguments, flag
 from colo.config.estimate import EstimateArguments
 from colo.config.schema import Quantization, ServerSpec, SpeculativeMethod
 
-BASE = ["estimate", "--model", "Qwen/Qwen3-8B", "--gpu", "L40S", "--vllm-version", "0.20.2"]
+BASE = [
+    "estimate",
+    "--model",
+    "Qwen/Qwen3-8B",
+    "--gpu",
+    "L40S",
+    "--vllm-version",
+    "0.20.2",
+    "--format",
+    "json",
+]
 
 
 def _refused(capsys: pytest.CaptureFixture[str], *flags: str) -> str:
@@ -121,6 +131,7 @@ def test_a_gpu_given_by_memory_is_sized_and_the_output_says_what_was_assumed(
             "8.6",
             "--max-model-len",
             "8192",
+            "--json",
         ]
     )
     out = json.loads(capsys.readouterr().out)
@@ -169,7 +180,19 @@ def test_a_catalog_gpu_named_as_nvidia_smi_prints_it_has_nothing_assumed(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert (
-        main(["estimate", "--model", "Qwen/Qwen3-8B", "--gpu", "NVIDIA L40S", "--max-model-len", "8192"]) == 0
+        main(
+            [
+                "estimate",
+                "--model",
+                "Qwen/Qwen3-8B",
+                "--gpu",
+                "NVIDIA L40S",
+                "--max-model-len",
+                "8192",
+                "--json",
+            ]
+        )
+        == 0
     )
     detail = json.loads(capsys.readouterr().out)["gpu_detail"]
     assert detail["name"] == "L40S" and detail["in_catalog"] and detail["assumptions"] == []
@@ -191,7 +214,7 @@ def test_the_flags_accept_exactly_what_the_stack_schema_accepts() -> None:
 def test_every_flag_estimate_takes_is_validated_by_the_arguments_model() -> None:
     parser = argparse.ArgumentParser()
     add_arguments(parser)
-    dests = {action.dest for action in parser._actions} - {"help", "json"}
+    dests = {action.dest for action in parser._actions} - {"help", "format"}
     assert dests <= set(EstimateArguments.model_fields), dests - set(EstimateArguments.model_fields)
 
 
@@ -199,7 +222,16 @@ def test_without_flashinfer_the_dummy_sampler_sorts_and_the_kv_pool_shrinks(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """vLLM 0.9.2's pip wheel does not require FlashInfer; without it top-k/top-p sorts [rows, vocab] logits."""
-    flags = ["estimate", "--model", "Qwen/Qwen3-8B", "--gpu", "A100-40GB", "--vllm-version", "0.9.2"]
+    flags = [
+        "estimate",
+        "--model",
+        "Qwen/Qwen3-8B",
+        "--gpu",
+        "A100-40GB",
+        "--vllm-version",
+        "0.9.2",
+        "--json",
+    ]
     assert main(flags) == 0
     image = json.loads(capsys.readouterr().out)
     assert main([*flags, "--without-flashinfer"]) == 0

@@ -44,7 +44,7 @@ def fresh_reads() -> Iterator[None]:
 def estimate(
     capsys: pytest.CaptureFixture[str], *argv: str, release: str = "0.22.0"
 ) -> tuple[int, dict[str, object] | str]:
-    code = main(["estimate", "--gpu", "H200", "--vllm-version", release, *argv])
+    code = main(["estimate", "--gpu", "H200", "--vllm-version", release, "--format", "json", *argv])
     out, err = capsys.readouterr()
     return code, (json.loads(out) if code in (0, 1) else err)
 

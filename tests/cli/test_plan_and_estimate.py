@@ -136,8 +136,18 @@ def test_a_name_colo_cannot_plan_for_exits_2_as_an_invalid_config(
 
 def _estimate(capsys: pytest.CaptureFixture[str], *flags: str, gpu: str = "L40S") -> tuple[int, dict]:  # type: ignore[type-arg]
     """Qwen3-8B on vLLM 0.20.2, with the flags given."""
-    argv = ["estimate", "--model", "Qwen/Qwen3-8B", "--gpu", gpu, "--vllm-version", "0.20.2", *flags]
-    code = main(argv)
+    argv = [
+        "estimate",
+        "--model",
+        "Qwen/Qwen3-8B",
+        "--gpu",
+        gpu,
+        "--vllm-version",
+        "0.20.2",
+        "--format",
+        "json",
+    ]
+    code = main([*argv, *flags])
     return code, json.loads(capsys.readouterr().out)
 
 
@@ -272,7 +282,8 @@ def test_estimate_sizes_the_binding_pipeline_stage_and_lists_every_stage(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     flags = ["estimate", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100-SXM"]
-    assert main([*flags, "--vllm-version", "0.19.0", "--pipeline-parallel-size", "2", "--dtype", "half"]) == 0
+    pipeline = ["--pipeline-parallel-size", "2", "--dtype", "half", "--format", "json"]
+    assert main([*flags, "--vllm-version", "0.19.0", *pipeline]) == 0
     view = json.loads(capsys.readouterr().out)
     assert view["dtype"] == "float16" and view["pipeline"]["binding_stage"] == 1
     assert [s["layers"] for s in view["pipeline"]["stages"]] == [[0, 16], [16, 32]]

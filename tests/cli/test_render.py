@@ -17,6 +17,9 @@ from colo.render import APPLY_DIR, UNKNOWN_PLACEHOLDER, kubernetes_object
 from colo.stackfiles import list_stacks
 from tests.apply_dir import apply_directory_problems, objects_in
 
+# the session's renders of every stack (conftest.rendered) are made once, on one worker
+pytestmark = pytest.mark.xdist_group("rendered")
+
 
 def _objects(directory: Path) -> list[dict[str, Any]]:
     return objects_in(directory / APPLY_DIR)
@@ -51,6 +54,9 @@ def test_the_summaries_sit_beside_the_apply_directory_not_in_it(rendered: dict[s
     out = rendered["prod"]
     assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == [
         APPLY_DIR,
+        "summary-gpu-0.svg",  # each GPU's budget (tests/cli/test_budget_pictures.py)
+        "summary-gpu-1.svg",
+        "summary-gpu-2.svg",
         "summary.json",
         "summary.md",
     ]

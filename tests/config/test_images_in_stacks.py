@@ -44,11 +44,35 @@ def test_an_image_the_catalog_lacks_is_refused_naming_the_build_keys_the_budget_
     assert "cannot be assumed" in message and "vllm.build.flashinfer" in message
 
 
-def test_a_digest_alone_is_no_release_and_no_build() -> None:
-    assert "cannot be assumed" in _refusal(image=f"vllm/vllm-openai@{DIGEST}")
+def test_a_digest_of_the_official_image_takes_the_stated_releases_build() -> None:
+    """Pinning by digest is what supply-chain guidance asks for; a digest of the vLLM project's repository is
+    one of its release builds, and vllm.version says which, so that release's catalogued facts apply."""
+    by_digest = parse_stack_config(_stack(image=f"vllm/vllm-openai@{DIGEST}"))
+    by_tag = parse_stack_config(_stack())
+    assert by_digest.pairs[0].llm.vllm.flashinfer_installed == by_tag.pairs[0].llm.vllm.flashinfer_installed
+    planned = make_plan(by_digest).pairs[0].llm
+    assert planned.image == f"vllm/vllm-openai@{DIGEST}"
+    assert planned.memory_plan.budget == make_plan(by_tag).pairs[0].llm.memory_plan.budget
     assert (
         parse_stack_config(_stack(image=f"vllm/vllm-openai:v0.19.1@{DIGEST}")).pairs[0].llm.vllm.build is None
     )
+
+
+def test_a_digest_of_the_official_image_with_its_build_stated_keeps_the_stated_facts() -> None:
+    """Before the catalog vouched for official digests, stating the build was the only way to pin one; such a
+    stack still plans, with its own facts."""
+    stack = _stack(image=f"vllm/vllm-openai@{DIGEST}", build={"flashinfer": False})
+    assert parse_stack_config(stack).pairs[0].llm.vllm.flashinfer_installed is False
+
+
+def test_a_digest_of_another_repository_names_no_release_and_no_build() -> None:
+    assert "cannot be assumed" in _refusal(image=f"registry.example/team/vllm@{DIGEST}")
+
+
+def test_a_digest_of_the_official_image_of_a_release_without_catalogued_facts_is_refused() -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_stack_config(_stack("0.7.3", image=f"vllm/vllm-openai@{DIGEST}"))
+    assert any("cannot be assumed" in p.message for p in caught.value.problems)
 
 
 def test_build_facts_the_catalog_already_holds_are_refused() -> None:

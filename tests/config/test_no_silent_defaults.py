@@ -62,10 +62,15 @@ def test_a_quoted_kubernetes_version_is_read_as_written() -> None:
     assert parse_stack_config(raw).cluster.minor == 30
 
 
-def test_the_unknown_key_message_lists_the_secret_keys_too() -> None:
+def test_a_mistyped_top_level_key_is_told_the_closest_known_one() -> None:
     raw = _values("local")
     raw["hfTokn"] = {"secure": "v1:x"}
-    message = _problems(raw)["colo:hfTokn"]
-    listed = message.removeprefix("unknown config key; known keys are ").split(", ")
+    assert _problems(raw)["colo:hfTokn"] == "unknown config key; did you mean hfToken?"
+
+
+def test_an_unknown_key_near_no_known_one_lists_every_key_the_secret_keys_too() -> None:
+    raw = _values("local")
+    raw["gpuFleet"] = {"size": 2}
+    message = _problems(raw)["colo:gpuFleet"]
+    listed = message.removeprefix("unknown config key; known: ").split(", ")
     assert listed == [*CONFIG_KEYS, *SECRET_KEYS]
-    assert "hfToken" in listed

@@ -9,8 +9,13 @@ import yaml
 
 from bench.gpu.make_spec import ENV, HERE, SpecError, build_spec, plan_json
 
+# the three stacks' plans (a subprocess each) are made once, on one worker
+pytestmark = pytest.mark.xdist_group("make-spec")
 
-@pytest.fixture(scope="module")
+
+@pytest.fixture(
+    scope="session"
+)  # session: xdist may interleave other modules, which ends a module's fixtures
 def dense_plans() -> dict[str, Any]:
     return {stack: plan_json(stack) for stack in ("h200-dense", "h200-toolarge", "h200-eager")}
 

@@ -1,0 +1,63 @@
+"""A plan's GPUs as pictures' data: each process's memory split into the parts nvidia-smi will see, in start order.
+
+A process's parts add up to its footprint (colo.vllm's ProcessBudget.footprint_bytes): the CUDA context,
+weights, activation peak, CUDA graphs, non-torch memory and KV cache, and what it holds beyond them once it
+serves (warm-up leftovers, unbudgeted communication buffers: the footprint's remainder). A part the budget
+puts below zero (a KV pool when the weights do not fit) is drawn as nothing and said in a note.
+"""
+
+from __future__ import annotations
+
+from colo.plan.pair import PairPlan
+from colo.plan.picture import STYLES, GpuBar, Kind, ProcessBar, Segment, gib, svg
+from colo.plan.stack import Plan
+from colo.vllm import ProcessBudget
+
+
+def process_parts(budget: ProcessBudget) -> dict[Kind, int]:
+    """The footprint's parts in bytes, possibly negative where the budget is (they add up to the footprint)."""
+    parts: dict[Kind, int] = {
+        "context": budget.context_bytes,
+        "weights": budget.weights_bytes,
+        "activation": budget.activation_bytes,
+        "graphs": budget.graphs.resident_bytes,
+        "non_torch": budget.non_torch_bytes,
+        "kv": budget.kv_bytes,
+    }
+    parts["other"] = budget.footprint_bytes - sum(parts.values())
+    return parts
+
+
+def process_bar(name: str, budget: ProcessBudget) -> tuple[ProcessBar, list[str]]:
+    parts = process_parts(budget)
+    notes = [
+        f"{name}: {STYLES[kind].label} {gib(value)} GiB in the budget, drawn as none"
+        for kind, value in parts.items()
+        if value < 0
+    ]
+    segments = tuple(Segment(kind, max(value, 0)) for kind, value in parts.items())
+    return ProcessBar(name, segments), notes
+
+
+def gpu_bar(pair: PairPlan) -> GpuBar:
+    """The GPU a pair runs on, its servers in start order."""
+    gpu_plan = pair.gpu_plan
+    bars, notes = [], []
+    for server in pair.servers:
+        bar, server_notes = process_bar(server.name, server.memory_plan.budget)
+        bars.append(bar)
+        notes += server_notes
+    title = f"GPU {pair.placement.gpu} of node {pair.placement.node} ({gpu_plan.gpu.name}, pair {pair.name})"
+    return GpuBar(
+        title, gpu_plan.gpu.cuda_total_bytes, tuple(bars), gpu_plan.safety_margin_bytes, tuple(notes)
+    )
+
+
+def gpu_index(plan: Plan, pair: PairPlan) -> int:
+    """The GPU's number across the node pool: node × GPUs a node + GPU."""
+    return pair.placement.node * plan.gpus_per_node + pair.placement.gpu
+
+
+def svg_files(plan: Plan, prefix: str) -> dict[str, str]:
+    """`<prefix>gpu-<n>.svg` -> the picture of GPU n's budget, for every GPU a pair runs on."""
+    return {f"{prefix}gpu-{gpu_index(plan, pair)}.svg": svg(gpu_bar(pair)) for pair in plan.pairs}

@@ -1,0 +1,150 @@
+"""`colo verify` on the real GPU logs shipped in bench/gpu/results, against the flags each server ran with.
+
+Each run's records file holds the spec it was started from (bench/gpu/make_spec.py): the `vllm serve`
+arguments of every process and which planned servers it stood for. Compared with those (`--plan`), the plan of
+the stack as colo sizes it today says what each server logged, within the tolerances of colo.verify.terms,
+except where the expected verdict below names the first term off and why. This is a specification of
+today's memory model against measured startups: when the model changes, the table changes with it.
+"""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from colo.cli import main
+from colo.stackfiles import load_stack
+from colo.verify.ran_with import flag_values, pinned_values, read_ran_with
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "bench" / "gpu" / "results"
+STACKS = ROOT / "bench" / "gpu" / "stacks"
+
+WITHIN = "within"
+# (stack, run) -> server -> "within", or the first term off with the reason the plan is not the one to blame
+# or is: a real gap of the memory model.
+EXPECTED: dict[tuple[str, str], dict[str, str]] = {
+    ("h200-dense", "dense"): {
+        # The pooling model's activation peak at 8192 batched tokens is 0.32 GiB logged, 0.17 planned (inside
+        # its own tolerance), and the KV pool left over is 9.8 % smaller than planned: a gap of the model.
+        "dense-embedding": "kv_pool",
+        "dense-llm": WITHIN,
+    },
+    ("h200-toolarge", "dense"): {"toolarge-embedding": "kv_pool", "toolarge-llm": WITHIN},
+    ("h200-eager", "dense"): {"eager-embedding": "kv_pool", "eager-llm": WITHIN},
+    ("h200-moe", "moe"): {
+        "moe-embedding": WITHIN,
+        "moe-reranker": WITHIN,
+        # Its two companions held 0.73 GiB less than planned when it started, and its activation peak was
+        # 2.68 GiB against 2.14 planned: gaps of the model.
+        "moe-llm": "free_at_startup",
+    },
+    ("h200-fp8", "moe"): {
+        "fp8-embedding": WITHIN,
+        "fp8-reranker": WITHIN,
+        # The embedding server failed while serving before this one started (its log says so), so it found
+        # one companion's memory free: the run's doing, not the plan's.
+        "fp8-llm": "free_at_startup",
+    },
+    # The run started the reranker alone, not after the embedding as the plan orders them (verify says so).
+    ("h200-moe", "rerank"): {"moe-reranker": "free_at_startup"},
+}
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    out = {}
+    for run in {run for _, run in EXPECTED}:
+        directory = tmp_path_factory.mktemp(run)
+        with tarfile.open(RESULTS / f"2026-12-02-h200-{run}-logs.tar.gz") as archive:
+            archive.extractall(directory, filter="data")
+        out[run] = directory / "logs"
+    return out
+
+
+def _verify(
+    capsys: pytest.CaptureFixture[str], stack: str, run: str, logs: Path, *extra: str
+) -> tuple[int, dict]:  # type: ignore[type-arg]
+    records = RESULTS / f"2026-12-02-h200-{run}-records.json"
+    argv = [
+        "verify",
+        "--config",
+        str(STACKS / f"Pulumi.{stack}.yaml"),
+        "--logs",
+        str(logs),
+        "--format",
+        "json",
+    ]
+    code = main([*argv, "--plan", str(records), *extra])
+    return code, json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize(("stack", "run"), sorted(EXPECTED))
+def test_each_shipped_log_against_the_flags_it_ran_with(
+    stack: str, run: str, logs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, view = _verify(capsys, stack, run, logs[run])
+    found = {s["server"]: WITHIN if s["verdict"] == "within" else s["first_off"] for s in view["servers"]}
+    assert found == EXPECTED[(stack, run)]
+    assert code == (0 if set(found.values()) == {WITHIN} else 1)
+    for server in view["servers"]:
+        assert any("compared with the flags it ran with" in note for note in server["notes"])
+        assert all(term["tolerance"] for term in server["terms"])
+
+
+def test_a_server_that_holds_reads_within_on_its_own(
+    logs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's example: one server's log, compared with the flags it ran with."""
+    records = RESULTS / "2026-12-02-h200-dense-records.json"
+    argv = [
+        "verify",
+        "--config",
+        str(STACKS / "Pulumi.h200-dense.yaml"),
+        "--log",
+        str(logs["dense"] / "dense-llm.log"),
+    ]
+    assert main([*argv, "--server", "dense/llm", "--plan", str(records)]) == 0
+    assert (
+        "verdict: the plan holds: every term of 1 server(s) is within its tolerance"
+        in capsys.readouterr().out
+    )
+
+
+def test_without_the_flags_that_ran_todays_plan_pins_other_utilizations(
+    logs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["verify", "--config", str(STACKS / "Pulumi.h200-dense.yaml"), "--logs", str(logs["dense"])]
+    assert main([*argv, "--format", "json"]) == 1
+    terms = {
+        s["server"]: {t["term"]: t for t in s["terms"]}
+        for s in json.loads(capsys.readouterr().out)["servers"]
+    }
+    assert terms["dense-llm"]["utilization"]["ok"] is False  # the plan has moved on since the run
+
+
+def test_a_saved_plan_pins_exactly_the_flags_it_was_planned_with(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["plan", "--stack", "local", "--format", "json"]) == 0
+    saved = tmp_path / "plan.json"
+    saved.write_text(capsys.readouterr().out)
+    ran = read_ran_with(saved)
+    values = load_stack("local").values
+    pinned = pinned_values(values, ran)
+    llm = pinned["pairs"][0]["llm"]
+    assert llm["gpuMemoryUtilization"] == float(flag_values(ran["chat-llm"].args)["--gpu-memory-utilization"])
+    assert llm["enforceEager"] is False
+    assert values["pairs"][0]["llm"].get("gpuMemoryUtilization") is None  # the stack itself is untouched
+
+
+def test_a_plan_file_of_another_shape_is_refused_as_invalid(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    odd = tmp_path / "odd.json"
+    odd.write_text(json.dumps({"servers": []}))
+    assert main(["verify", "--stack", "local", "--logs", str(tmp_path), "--plan", str(odd)]) == 2
+    assert "--plan" in capsys.readouterr().err
