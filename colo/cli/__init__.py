@@ -34,7 +34,9 @@ COMMANDS = {
         "size one vLLM process the way vLLM would",
         (
             "colo estimate --model Qwen/Qwen3-8B --gpu L40S --max-model-len 32768",
-            "colo estimate --model path/to/config.json --gpu H100 --format json",
+            "colo estimate --model path/to/config.json --gpu H100-SXM --format json",
+            "colo estimate --model Qwen/Qwen3-8B --gpu-memory-mib 46068 --gpu-compute-capability 8.9",
+            "colo estimate --model Qwen/Qwen3-8B --gpu L40S --vllm-version 0.35.0 --assume-rules-of 0.34.0",
         ),
     ),
     "render": Command(

@@ -19,10 +19,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from colo.cli.common import ExitCode, add_stack_arguments, load_config, read_stack_file
+from colo.cli.progress import step
 from colo.config import Pair, StackConfig
 from colo.load.phases import MAX_CONCURRENCY, LoadSettings, Phase, costs, probe
 from colo.load.requests import Connector, Kind, Target
 from colo.roles import ROLES, Role
+from colo.suggest import close_match
 from colo.verify.cluster import ClusterUnreachable
 
 LOOPBACK = "127.0.0.1"
@@ -52,7 +54,7 @@ def _loopback(text: str) -> tuple[str, int]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_stack_arguments(parser)
-    parser.add_argument("--pair", help="the pair to load (default: each pair in turn)")
+    parser.add_argument("--pair", metavar="NAME", help="the pair to load (default: each pair in turn)")
     parser.add_argument("--kubeconfig", help="default: KUBECONFIG or ~/.kube/config, as kubectl")
     parser.add_argument("--context", help="kubeconfig context; default: the current one")
     parser.add_argument(
@@ -63,24 +65,67 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="reach ROLE on 127.0.0.1:PORT instead of through the cluster (every role of the pair; one pair)",
     )
     parser.add_argument(
-        "--concurrency", type=_concurrency, nargs="+", default=[1, 16], help="LLM concurrencies"
+        "--concurrency",
+        type=_concurrency,
+        nargs="+",
+        default=[1, 16],
+        metavar="N",
+        help=f"LLM concurrencies, each measured alone and beside the companions (1 to {MAX_CONCURRENCY}; "
+        "default: 1 16)",
     )
     parser.add_argument(
-        "--requests-per-slot", type=int, default=2, help="LLM requests per phase = this x concurrency"
+        "--requests-per-slot",
+        type=int,
+        default=2,
+        metavar="N",
+        help="LLM requests per phase = this x concurrency (default: 2, at most 64)",
     )
-    parser.add_argument("--prompt-tokens", type=int, default=512)
-    parser.add_argument("--max-tokens", type=int, default=128)
-    parser.add_argument("--companion-concurrency", type=_concurrency, default=4)
-    parser.add_argument("--phase-seconds", type=_seconds, default=60.0, help="the longest one phase may take")
     parser.add_argument(
-        "--max-seconds", type=_seconds, default=600.0, help="the longest the whole probe may take"
+        "--prompt-tokens",
+        type=int,
+        default=512,
+        metavar="TOKENS",
+        help="about how long each prompt is (default: 512, at most 32768)",
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=128,
+        metavar="TOKENS",
+        help="tokens each LLM request generates (default: 128, 2 to 4096)",
+    )
+    parser.add_argument(
+        "--companion-concurrency",
+        type=_concurrency,
+        default=4,
+        metavar="N",
+        help="requests each companion (embedding, reranker) keeps in flight while busy (default: 4)",
+    )
+    parser.add_argument(
+        "--phase-seconds",
+        type=_seconds,
+        default=60.0,
+        metavar="S",
+        help="the longest one phase may take (default: 60)",
+    )
+    parser.add_argument(
+        "--max-seconds",
+        type=_seconds,
+        default=600.0,
+        metavar="S",
+        help="the longest the whole probe may take (default: 600)",
     )
     parser.add_argument(
         "--api-key-env",
         default="VLLM_API_KEY",
         help="environment variable holding the servers' API key, where colo:vllmApiKey is set",
     )
-    parser.add_argument("--format", choices=("table", "json"), default="table")
+    parser.add_argument(
+        "--format",
+        choices=("table", "json"),
+        default="table",
+        help="table: for a terminal (default); json: every phase's figures, for tools",
+    )
 
 
 def _targets(pair: Pair, api_key: str | None, loopback: dict[str, int]) -> tuple[Target, list[Target]]:
@@ -114,8 +159,9 @@ def _pairs(config: StackConfig, name: str | None) -> list[Pair]:
         return list(config.pairs)
     chosen = [p for p in config.pairs if p.name == name]
     if not chosen:
-        known = ", ".join(p.name for p in config.pairs)
-        raise ClusterUnreachable(f"the stack has no pair {name} (its pairs: {known})")
+        known = [p.name for p in config.pairs]
+        guess = f"did you mean {match}? " if (match := close_match(name, known)) is not None else ""
+        raise ClusterUnreachable(f"the stack has no pair {name}; {guess}its pairs: {', '.join(known)}")
     return chosen
 
 
@@ -217,7 +263,10 @@ def run(args: argparse.Namespace) -> int:
         pairs = _pairs(config, args.pair)
         if args.loopback and len(pairs) != 1:
             raise ClusterUnreachable("--loopback reaches one pair's servers; choose it with --pair")
-        reports = [_probe_pair(config, pair, args) for pair in pairs]
+        reports = []
+        for pair in pairs:
+            with step("load", f"loading pair {pair.name}, alone and beside its companions"):
+                reports.append(_probe_pair(config, pair, args))
     except ClusterUnreachable as exc:
         print(f"colo load: nothing could be measured: {exc}", file=sys.stderr)
         return ExitCode.INVALID

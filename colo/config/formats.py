@@ -139,6 +139,19 @@ def ami_alias_version(value: str) -> str | None:
     return None
 
 
+# A CUDA compute capability as `nvidia-smi --query-gpu=compute_cap --format=csv` prints it: major.minor.
+_COMPUTE_CAPABILITY = re.compile(r"[0-9]{1,2}\.[0-9]")
+
+
+def compute_capability(value: str) -> str | None:
+    if not _COMPUTE_CAPABILITY.fullmatch(value):
+        return (
+            f"'{shown(value)}' is not a compute capability as `nvidia-smi --query-gpu=compute_cap --format=csv` "
+            "prints it; write major.minor, like 8.0, 8.9, 9.0 or 12.0"
+        )
+    return None
+
+
 # Hugging Face Hub repository ids: `name` or `namespace/name`, letters, digits, '-', '_' and '.', no '--' or
 # '..', not starting or ending with '-' or '.', at most 96 characters (huggingface_hub
 # utils/_validators.py::validate_repo_id).

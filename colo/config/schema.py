@@ -154,7 +154,9 @@ def _capability_as_text(value: object) -> object:
 
 
 # "8.9" as nvidia-smi's compute_cap prints it
-GpuComputeCapability = Annotated[str, BeforeValidator(_capability_as_text), Field(pattern=r"^\d{1,2}\.\d$")]
+GpuComputeCapability = Annotated[
+    str, BeforeValidator(_capability_as_text), _checked(formats.compute_capability)
+]
 
 VllmVersion = Annotated[str, AfterValidator(_release_number)]
 
@@ -249,6 +251,17 @@ class VllmBuild(_Model):
     xformers: BuildPackage | None = None
 
 
+def _moving_tag_refusal(moving: MovingImageTag, version: str | None) -> str:
+    """The catalog's refusal (which names the release the tag is today), and, where the stack states another
+    release, the tag of that one: pinning today's would contradict vllm.version."""
+    if version is None or moving.today is None or moving.today.endswith(f":v{version}"):
+        return str(moving)
+    return (
+        f"{moving}; this server states vllm.version {version}, so give an explicit tag such as :v{version} or "
+        "a digest (or pin today's and set vllm.version to its release)"
+    )
+
+
 class VllmImage(_Model):
     """Which vLLM runs the server. The version selects the memory rules the budget mirrors; the image decides the
     build (colo/catalog/images.yaml), which an image the catalog lacks states in `build`."""
@@ -281,14 +294,14 @@ class VllmImage(_Model):
     def _pinned(cls, value: str | None, info: ValidationInfo) -> str | None:
         """A moving tag is refused in the catalog's words (which name the release `latest` is today); any other
         unpinned image is told to pin the release the stack states (`version` is validated first)."""
+        version = info.data.get("version")
         if value is not None and "@" not in value and split_reference(value)[1] == "latest":
             try:
                 find_image(value)
             except MovingImageTag as moving:
-                raise ValueError(str(moving)) from None
+                raise ValueError(_moving_tag_refusal(moving, version)) from None
             except (ImageLookupError, ValueError):
                 pass  # refused below, as any unpinned reference
-        version = info.data.get("version")
         return require_pinned(value, f"v{version}" if version else "v0.11.0")
 
     @model_validator(mode="after")

@@ -84,12 +84,34 @@ class NeighbourTookMore:
     excess_bytes: int
     excess_by_term: tuple[tuple[HeldTerm, int], ...]
 
+    def fix(self) -> str | None:
+        """What keeps the neighbour to its plan, per term it holds more of (None: nothing colo can set)."""
+        terms = {term for term, _ in self.excess_by_term}
+        fixes = []
+        if "kv_pool" in terms and self.short_of == "free_after_warmup":
+            # only a pool sized after warm-up (0.34+) grows into what its request leaves free
+            fixes.append(
+                f"budget.kvCacheSizing: pinned starts {self.neighbour} with its planned pool "
+                "(--kv-cache-memory-bytes), so it cannot grow into its neighbours' memory"
+            )
+        if "cuda_graph" in terms:
+            fixes.append(
+                f"--record FILE here, then budget.calibration: FILE, plans {self.neighbour}'s CUDA graphs as observed"
+            )
+        if "weights" in terms:
+            fixes.append(
+                f"check {self.neighbour}'s model, revision and quantization against what the plan sized"
+            )
+        return "; ".join(fixes) or None
+
     def describe(self) -> str:
         parts = ", ".join(f"{_WHAT[term]} +{_gib(amount)} GiB" for term, amount in self.excess_by_term)
+        fix = self.fix()
         return (
             f"{self.server} got {_gib(self.short_bytes)} GiB less {_WHAT[self.short_of]} than planned because "
             f"{self.neighbour}, started before it on the same GPU, holds {_gib(self.excess_bytes)} GiB more than "
             f"planned ({parts}): vLLM sizes a later server from what its neighbours leave free"
+            + (f" [fix: {fix}]" if fix else "")
         )
 
     def view(self) -> dict[str, object]:

@@ -169,6 +169,7 @@ def test_fp8_weights_follow_the_capability_given_marlin_below_8_9(capsys: pytest
                 "8192",
                 "--vllm-version",
                 "0.19.1",
+                "--json",
             ]
         )
         return float(json.loads(capsys.readouterr().out)["weights_gib"])

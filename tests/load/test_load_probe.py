@@ -159,6 +159,24 @@ def test_loopback_needs_one_pair(capsys: pytest.CaptureFixture[str]) -> None:
     assert "choose it with --pair" in capsys.readouterr().err
 
 
+def test_a_mistyped_pair_is_told_the_closest_pair_of_the_stack(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["load", "--stack", "prod", "--pair", "qwen27", "--loopback", "llm=1"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "the stack has no pair qwen27; did you mean qwen27b? its pairs: qwen27b, qwen35b-moe, gemma31b" in err
+    )
+
+
+def test_each_pair_loaded_says_so_on_stderr_and_only_the_report_reaches_stdout(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with Servers(Gpu()) as servers:
+        assert main(_cli(servers.ports)) == 0
+    out, err = capsys.readouterr()
+    assert err.startswith("colo load: loading pair chat, alone and beside its companions")
+    assert "loading pair" not in out
+
+
 class _Pod:
     def __init__(self, name: str, phase: str, created: int) -> None:
         self.metadata = type("M", (), {"name": name, "creation_timestamp": created})()

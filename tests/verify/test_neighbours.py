@@ -52,7 +52,8 @@ def test_a_later_server_short_of_free_memory_names_the_earlier_one_that_holds_mo
     assert finding.describe() == (
         "chat-llm got 3.10 GiB less free memory after its warm-up than planned because chat-embedding, started "
         "before it on the same GPU, holds 3.00 GiB more than planned (KV cache +3.00 GiB): vLLM sizes a later "
-        "server from what its neighbours leave free"
+        "server from what its neighbours leave free [fix: budget.kvCacheSizing: pinned starts chat-embedding with "
+        "its planned pool (--kv-cache-memory-bytes), so it cannot grow into its neighbours' memory]"
     )
 
 
@@ -63,6 +64,20 @@ def test_without_a_planned_free_figure_the_kv_pool_is_what_falls_short() -> None
     (finding,) = neighbours_took_more([(EMBEDDER_PLANNED, greedy), (planned, observed)])
     assert (finding.short_of, finding.short_bytes) == ("kv_pool", _gib(6.0))
     assert finding.excess_by_term == (("cuda_graph", _gib(1.9) - _gib(0.1)),)
+    assert finding.fix() == (
+        "--record FILE here, then budget.calibration: FILE, plans chat-embedding's CUDA graphs as observed"
+    )
+
+
+def test_a_neighbour_with_more_weights_than_planned_is_named_with_what_to_check() -> None:
+    heavy = _footprint("chat-embedding", kv=2.0, weights=4.1, graphs=0.1)
+    short = _footprint("chat-llm", kv=50.0, weights=15.3, graphs=0.6)
+    planned = _footprint("chat-llm", kv=56.0, weights=15.3, graphs=0.6)
+    (finding,) = neighbours_took_more([(EMBEDDER_PLANNED, heavy), (planned, short)])
+    assert (
+        finding.fix() == "check chat-embedding's model, revision and quantization against what the plan sized"
+    )
+    assert finding.describe().endswith(f"[fix: {finding.fix()}]")
 
 
 def test_no_neighbour_is_blamed_when_it_holds_what_was_planned_within_tolerance() -> None:
