@@ -9,7 +9,7 @@ from colo.catalog import MIB
 from colo.cli.flag_names import as_flags
 from colo.plan.budget_bars import process_bar
 from colo.plan.picture import GpuBar, hundredths_of_gib, terminal_lines
-from colo.vllm import Estimate, ProcessBudget, estimate_view
+from colo.vllm import Estimate, ProcessBudget, assumed_rules_warning, estimate_view
 
 PART_LABELS = {
     "context": "CUDA context",
@@ -71,6 +71,8 @@ def json_view(result: Estimate) -> dict[str, Any]:
     view["verdict"] = "starts" if result.ok else "fails"
     view["reasons"] = reasons(result)
     view["errors"] = [as_flags(text) for text in view["errors"]]
+    if "rules_assumed" in view:
+        view["rules_assumed"] = as_flags(view["rules_assumed"])
     view["context_parts"] = context_parts(result.budget)
     return view
 
@@ -86,20 +88,36 @@ def _context_note(budget: ProcessBudget) -> str:
     return " + ".join(f"{named[key]} {value} MiB" for key, value in parts.items() if value)
 
 
+def _graphs_note(budget: ProcessBudget) -> str:
+    graphs = budget.graphs
+    if not graphs.count:
+        return "none captured"
+    if budget.measured is not None:
+        return f"{graphs.count} graphs, captured before the KV cache is sized (measured, not estimated)"
+    taken = "taken off the KV pool" if budget.graph_estimate_in_budget else "not taken off the KV pool"
+    return f"{graphs.count} graphs; vLLM's estimate {graphs.estimate_bytes / 2**30:.2f} GiB {taken}"
+
+
+def _kv_note(budget: ProcessBudget) -> str:
+    if budget.capacity is None:
+        return ""
+    blocks = f"{budget.capacity.num_blocks:,} blocks"
+    if budget.measured is None:
+        return blocks
+    side = "the free memory" if budget.measured.bound == "free" else "the requested memory"
+    return f"{blocks}, sized after warm-up from {side} (vLLM's extensible KV cache)"
+
+
 def _memory_rows(budget: ProcessBudget) -> list[tuple[str, str, str]]:
     bar, _ = process_bar("process", budget)
     figures = hundredths_of_gib([segment.bytes for segment in bar.segments])
-    graphs = budget.graphs
     notes = {
         "context": _context_note(budget),
-        "graphs": (
-            f"{graphs.count} graphs; vLLM's estimate {graphs.estimate_bytes / 2**30:.2f} GiB "
-            f"{'taken off the KV pool' if budget.graph_estimate_in_budget else 'not taken off the KV pool'}"
-            if graphs.count
-            else "none captured"
-        ),
-        "kv": f"{budget.capacity.num_blocks:,} blocks" if budget.capacity else "",
+        "graphs": _graphs_note(budget),
+        "kv": _kv_note(budget),
     }
+    if budget.measured is not None:
+        notes["activation"] = "the transient vLLM keeps free after warm-up, and what stays allocated"
     rows = [
         (PART_LABELS[segment.kind], figure, notes.get(segment.kind, ""))
         for segment, figure in zip(bar.segments, figures, strict=True)
@@ -140,13 +158,19 @@ def _stage_lines(result: Estimate) -> list[str]:
     return lines
 
 
+def _release(result: Estimate) -> str:
+    """The release asked for, and the one whose rules sized it where they differ (--assume-rules-of)."""
+    own = result.budget.spec.vllm_version
+    return own if result.assumed_for is None else f"{result.assumed_for}, sized with {own}'s rules"
+
+
 def text(result: Estimate, width: int, unicode: bool) -> str:
     budget, spec = result.budget, result.budget.spec
     limits = spec.limits
     total_gib = spec.gpu.cuda_total_bytes / 2**30
     lines = [
         f"{result.arch.model_id} ({_source(result)}) on {result.gpu.name}, {total_gib:.2f} GiB as CUDA reports "
-        f"it; vLLM {spec.vllm_version}",
+        f"it; vLLM {_release(result)}",
         f"verdict: {verdict_line(result)}",
         "",
         f"utilization {spec.utilization} x {total_gib:.2f} GiB = requested {budget.requested_bytes / 2**30:.2f} "
@@ -159,6 +183,8 @@ def text(result: Estimate, width: int, unicode: bool) -> str:
         "memory, GiB (the parts add up to the footprint):",
         *_table(_memory_rows(budget)),
     ]
+    if result.assumed_for is not None:
+        lines += ["", f"WARNING: {as_flags(assumed_rules_warning(result.assumed_for, spec.vllm_version))}"]
     lines += [f"note (GPU): {assumption}" for assumption in result.gpu.assumptions]
     lines += _stage_lines(result)
     bar, notes = process_bar(result.arch.model_id, budget)

@@ -1,9 +1,12 @@
 """A plan's GPUs as pictures' data: each process's memory split into the parts nvidia-smi will see, in start order.
 
-A process's parts add up to its footprint (colo.vllm's ProcessBudget.footprint_bytes): the CUDA context,
-weights, activation peak, CUDA graphs, non-torch memory and KV cache, and what it holds beyond them once it
-serves (warm-up leftovers, unbudgeted communication buffers: the footprint's remainder). A part the budget
-puts below zero (a KV pool when the weights do not fit) is drawn as nothing and said in a note.
+A process's parts add up to its footprint (colo.vllm's ProcessBudget.footprint_bytes), each read from the
+budget's own figures: the CUDA context, weights, activation peak, CUDA graphs, non-torch memory and KV cache,
+and what it holds beyond them once it serves (warm-up leftovers, unbudgeted communication buffers: the
+footprint's remainder). Where 0.34's extensible KV cache sizes the pool after warm-up (`budget.measured`), the
+parts are that sizing's: the activation share is the transient kept free plus what stays allocated, and the KV
+cache its committed pages as the driver maps them. A part the budget puts below zero (a KV pool when the
+weights do not fit) is drawn as nothing and said in a note.
 """
 
 from __future__ import annotations
@@ -16,14 +19,24 @@ from colo.vllm import ProcessBudget
 
 def process_parts(budget: ProcessBudget) -> dict[Kind, int]:
     """The footprint's parts in bytes, possibly negative where the budget is (they add up to the footprint)."""
+    graphs = budget.graphs.resident_bytes
     parts: dict[Kind, int] = {
         "context": budget.context_bytes,
         "weights": budget.weights_bytes,
         "activation": budget.activation_bytes,
-        "graphs": budget.graphs.resident_bytes,
+        # the graph-profile executables the capture reuses are counted once, in the non-torch figure
+        "graphs": graphs - budget.graph_profile_in_non_torch,
         "non_torch": budget.non_torch_bytes,
         "kv": budget.kv_bytes,
     }
+    measured = budget.measured
+    if measured is not None and budget.capacity is not None:
+        # footprint = context + non_kv + physical + transient + after-startup; non_kv holds the weights,
+        # non-torch memory, the graphs as captured and the activations that stay allocated
+        persistent = measured.non_kv_bytes - budget.weights_bytes - budget.non_torch_bytes - graphs
+        parts["graphs"] = graphs
+        parts["activation"] = persistent + measured.transient_bytes
+        parts["kv"] = measured.physical_bytes
     parts["other"] = budget.footprint_bytes - sum(parts.values())
     return parts
 

@@ -71,14 +71,18 @@ def test_estimate_takes_the_override_as_a_flag_and_says_so_in_its_output(
     argv = ["estimate", "--model", "Qwen/Qwen3-8B", "--gpu", "L40S", "--vllm-version", UNMIRRORED]
     assert main(argv) == 2
     assert f"--assume-rules-of {NEWEST}" in capsys.readouterr().err
-    assert main([*argv, "--assume-rules-of", NEWEST]) in (0, 1)
+    assert main([*argv, "--assume-rules-of", NEWEST, "--json"]) in (0, 1)
     view = json.loads(capsys.readouterr().out)
     assert view["rules_assumed"].startswith("RULES OF ANOTHER RELEASE ASSUMED")
     assert next(iter(view)) == "rules_assumed" and view["rules"] == f"vLLM {NEWEST}-{NEWEST}"
+    assert main([*argv, "--assume-rules-of", NEWEST]) in (0, 1)
+    table = capsys.readouterr().out
+    assert f"vLLM {UNMIRRORED}, sized with {NEWEST}'s rules" in table.splitlines()[0]
+    assert "\nWARNING: RULES OF ANOTHER RELEASE ASSUMED" in table and "drop --assume-rules-of" in table
 
 
 def test_estimate_refuses_an_override_of_a_mirrored_release(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["estimate", "--model", "Qwen/Qwen3-8B", "--gpu", "L40S", "--vllm-version", NEWEST]
     assert main([*argv, "--assume-rules-of", NEWEST]) == 2
     err = capsys.readouterr().err
-    assert "--assume-rules-of" in err and "drop assumeRulesOf" in err
+    assert "drop --assume-rules-of, its own rules apply" in err and "assumeRulesOf" not in err

@@ -25,6 +25,7 @@ from colo.plan.picture import (
 )
 from colo.plan.stack import make_plan
 from colo.stackfiles import list_stacks, load_stack
+from tests.vllm.helpers import sized
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -44,6 +45,34 @@ def test_each_process_is_split_into_parts_that_add_up_to_its_footprint() -> None
             for server in pair.servers:
                 budget = server.memory_plan.budget
                 assert sum(process_parts(budget).values()) == budget.footprint_bytes, server.name
+
+
+def test_what_a_process_holds_after_startup_is_the_budgets_own_figure_not_a_remainder() -> None:
+    """Each named part is read from the budget, so the last one is what it holds beyond them once serving
+    (warm-up leftovers, communication buffers outside vLLM's budget), never a correction of the others."""
+    for stack in list_stacks():
+        for pair in make_plan(load_config(load_stack(stack))).pairs:
+            for server in pair.servers:
+                budget = server.memory_plan.budget
+                parts = process_parts(budget)
+                assert parts["other"] == budget.post_profile_bytes + budget.communication.unbudgeted
+                assert min(parts.values()) >= 0, server.name
+
+
+def test_a_pool_sized_after_warm_up_is_drawn_with_that_sizings_own_figures() -> None:
+    """0.34's footprint is context + non_kv + committed pages + transient + after startup: the KV part is
+    the pages as the driver maps them (a hybrid model's segments round up to granules, beyond blocks x
+    bytes per block), the activation part the transient kept free plus what stays allocated."""
+    budget = sized("Qwen/Qwen3.5-27B", "H100-SXM", "0.34.0", max_model_len=32768)
+    measured = budget.measured
+    assert measured is not None
+    parts = process_parts(budget)
+    assert sum(parts.values()) == budget.footprint_bytes
+    assert parts["kv"] == measured.physical_bytes > budget.kv_bytes
+    non_kv = parts["weights"] + parts["non_torch"] + parts["graphs"]
+    assert parts["activation"] == measured.non_kv_bytes - non_kv + measured.transient_bytes
+    assert parts["other"] == budget.post_profile_bytes + budget.communication.unbudgeted
+    assert min(parts.values()) >= 0
 
 
 def test_the_parts_of_a_gpu_add_up_to_the_gpu_total(prod: list[GpuBar]) -> None:
