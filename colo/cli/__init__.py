@@ -21,6 +21,7 @@ class Command:
     module: str  # imported only when the command runs (or completion needs every flag)
     help: str  # one line, in `colo --help` and atop the command's own help
     examples: tuple[str, ...]  # shown under `colo <command> --help`, each a line a user can paste
+    exit_codes: str | None = None  # where the command's own differ from EXIT_CODES (below)
 
 
 COMMANDS = {
@@ -58,14 +59,21 @@ COMMANDS = {
             "colo verify --config bench/gpu/stacks/Pulumi.h200-dense.yaml --logs logs/ "
             "--plan bench/gpu/results/2026-12-02-h200-dense-records.json",
         ),
+        """exit codes:
+  0  every term of every server is within its tolerance
+  1  the plan was wrong: the first term off is named
+  2  nothing could be read for some server, or the config or the arguments are invalid""",
     ),
     "load": Command(
         "colo.cli.load_cmd",
         "measure in place what the companions cost the LLM: a bounded load, alone and beside them",
         (
-            "colo load --stack prod --pair chat --max-seconds 300",
-            "colo load --stack local --loopback llm=8000 --loopback embedding=8001 --loopback reranker=8002",
+            "colo load --stack prod --pair qwen27b --max-seconds 300",
+            "colo load --stack local --loopback llm=8000 --loopback embedding=8001",
         ),
+        """exit codes:
+  0  measured: an LLM request of every pair loaded succeeded
+  2  the config or the arguments are invalid, or no LLM request of a pair succeeded""",
     ),
     "preflight": Command(
         "colo.cli.preflight_cmd",
@@ -112,7 +120,8 @@ def _overview() -> str:
 
 
 def _epilog(command: Command) -> str:
-    return "\n".join(["examples:", *(f"  {example}" for example in command.examples), "", EXIT_CODES])
+    codes = command.exit_codes or EXIT_CODES
+    return "\n".join(["examples:", *(f"  {example}" for example in command.examples), "", codes])
 
 
 def build_parser(command: str | None = None, *, every_command: bool = False) -> argparse.ArgumentParser:

@@ -52,6 +52,14 @@ def test_every_command_shows_examples_that_parse(name: str) -> None:
         assert parser.parse_args(argv).command == name, example
 
 
+def test_a_command_whose_exit_codes_differ_shows_its_own() -> None:
+    """colo load exits 0 or 2 and verify's 1 is a wrong plan: neither shows plan's "1 a pair does not fit"."""
+    for name, own in (("load", "0  measured"), ("verify", "1  the plan was wrong")):
+        epilog = _sub_parsers()[name].epilog or ""
+        assert own in epilog and "a pair does not fit" not in epilog, name
+    assert "a pair does not fit" in (_sub_parsers()["plan"].epilog or "")
+
+
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_every_flag_of_every_command_says_what_it_does(name: str) -> None:
     silent = [
