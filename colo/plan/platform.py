@@ -56,6 +56,17 @@ def platform_problems(config: StackConfig) -> list[Problem]:
                 f"{cluster.kubernetes_version}. Upgrade the cluster, or use time-slice or uuid-handoff",
             )
         )
+    if method == "time-slice" and (groups := [p.name for p in config.pairs if p.tensor_parallel_size > 1]):
+        problems.append(
+            Problem(
+                "colo:cluster.gpuPairing",
+                f"time-slice cannot place a tensor-parallel LLM (pairs {', '.join(groups)}): the device plugin "
+                f"hands each container slices of whichever GPU it picks, so a pod can neither ask for N distinct "
+                f"GPUs for the ranks nor say which of them a companion shares, and time-slice runs on single-GPU "
+                f"nodes only. Use gpuPairing dra (one claim of N GPUs, each companion on one of them) or "
+                f"uuid-handoff",
+            )
+        )
     if method == "time-slice":
         gpus = gpus_per_node(config)
         if gpus is None:
