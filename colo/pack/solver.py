@@ -1,10 +1,12 @@
 """The choice of instance type, node count and packings, as a small integer programme solved by HiGHS.
 
-Variables: x[o] = 1 when packing o (an LLM with its companions on a GPU model) is used; y[t] = 1 for the one
-instance type the node pool uses (a stack has one node pool); n[t] its node count. Constraints: every LLM gets
-exactly one packing on the chosen type's GPU; every embedding runs beside at least one LLM and every reranker
-beside exactly its replicas; the nodes hold the pairs and the spare GPUs, and the pods' CPU and memory
-requests; cuts exclude combinations the whole-stack plan refused. Objectives in order, each held at its best
+Variables: x[o] = 1 when packing o (an LLM with its companions on a GPU model, on one GPU or a tensor-parallel
+group of them) is used; y[t] = 1 for the one instance type the node pool uses (a stack has one node pool); n[t]
+its node count. Constraints: every LLM gets exactly one packing on the chosen type's GPU; every embedding runs
+beside at least one LLM and every reranker beside exactly its replicas; the nodes hold the pairs' GPUs and the
+spare GPUs, a group no wider than one node (group and node sizes are powers of two, so GPUs that add up also
+place without a stranded GPU), and the pods' CPU and memory requests; cuts exclude combinations the
+whole-stack plan refused. Objectives in order, each held at its best
 while the next is minimised: $/h, then nodes, then spare GPU memory (what no server holds).
 """
 
@@ -30,9 +32,10 @@ class Option:
     embedding: int
     reranker: int | None
     gpu: str
-    used_mib: int
+    used_mib: int  # over every GPU the pair takes
     cpu_millis: int
     memory_mib: int
+    gpus: int = 1  # the LLM's tensor-parallel group
 
 
 @dataclass(frozen=True)
@@ -141,8 +144,11 @@ class _Model:
 
     def _nodes(self, top: int) -> None:
         h, p = self.h, self.p
+        # the most GPUs the pairs could take, which frees a type not chosen from its GPU count
+        most = sum(max((o.gpus for o in self.options if o.llm == llm), default=1) for llm in range(p.llms))
         for y, n, t in zip(self.y, self.n, self.types, strict=True):
-            h.addConstr(t.gpus * n - (p.llms + p.spare_gpus) * y >= 0)
+            taken = h.qsum([o.gpus * x for x, o in zip(self.x, self.options, strict=True) if o.gpu == t.gpu])
+            h.addConstr(t.gpus * n - taken - (p.spare_gpus + most) * y >= -most)
             h.addConstr(n - top * y <= 0)
             self._pairs_that_outgrow(y, t)
         for gpu in {t.gpu for t in self.types}:
@@ -156,9 +162,10 @@ class _Model:
             h.addConstr(memory <= 0)
 
     def _pairs_that_outgrow(self, y: highspy.highs_var, node: NodeType) -> None:
-        """A pair whose pod alone asks more CPU or memory than one node offers cannot use that type."""
+        """A pair whose pod alone asks more GPUs, CPU or memory than one node offers cannot use that type."""
         for x, o in zip(self.x, self.options, strict=True):
-            if o.gpu == node.gpu and (o.cpu_millis > node.cpu_millis or o.memory_mib > node.memory_mib):
+            too_big = o.gpus > node.gpus or o.cpu_millis > node.cpu_millis or o.memory_mib > node.memory_mib
+            if o.gpu == node.gpu and too_big:
                 self.h.addConstr(x + y <= 1)
 
     def _cuts(self, cuts: Sequence[Choice]) -> None:
