@@ -245,7 +245,9 @@ def plan_group(gpu: GpuSpec, request: GroupRequest, safety_margin_mib: int) -> G
     # each sized for its own target; their problems are found below, once balancing has settled their sizes
     companions = [size_in_order(gpu, on_gpu, margin, last_takes_rest=False)[0] for on_gpu in placed]
     ranks = _size_ranks(gpu, request.llm, companions, margin)
-    step = gpu.cuda_total_bytes // UTIL_STEP
+    # below two steps of the three-decimal flag (one on the companion raised, one in the rounding of the
+    # requests) a difference cannot be handed over: it is neither balanced nor refused
+    step = 2 * gpu.cuda_total_bytes // UTIL_STEP
     if request.balance == "equalize" and any(extra >= step for extra in ranks.idle):
         companions = _equalize(request.config_path, companions, placed, ranks)
         ranks = _size_ranks(gpu, request.llm, companions, margin)

@@ -64,7 +64,9 @@ def test_a_group_container_given_fewer_gpus_than_the_group_fails(sandbox: Sandbo
     assert not uuid_file.exists()
 
 
-def test_one_container_per_claim_request_records_its_gpu_as_its_line(sandbox: Sandbox, uuid_file: Path) -> None:
+def test_one_container_per_claim_request_records_its_gpu_as_its_line(
+    sandbox: Sandbox, uuid_file: Path
+) -> None:
     """dra: each init container sees the one GPU of its request and runs after the ones before it."""
     env = {"COLO_GPU_UUID_FILE": str(uuid_file)}
     for slot, uuid in enumerate([UUID_C, UUID_A, UUID_D]):  # the scheduler's choice, in request order
@@ -153,7 +155,9 @@ def test_the_llm_refuses_to_start_without_every_gpu_of_the_group(sandbox: Sandbo
         env={"COLO_GPU_UUID_FILE": str(uuid_file), "COLO_GPU_COUNT": "4", "COLO_GPU_SLOTS": "all"},
     )
     assert result.returncode != 0
-    assert f"GPU {UUID_D} from" in result.stderr and "is not among the GPUs this container sees" in result.stderr
+    assert (
+        f"GPU {UUID_D} from" in result.stderr and "is not among the GPUs this container sees" in result.stderr
+    )
 
 
 @pytest.mark.parametrize(("name", "value"), [("COLO_GPU_COUNT", "0"), ("COLO_GPU_SLOTS", "0,x")])
