@@ -68,6 +68,13 @@ SAME_GEOMETRY = {"NousResearch/Hermes-3-Llama-3.1-8B": "meta-llama/Llama-3.1-8B-
 #   friday_: its excerpt prints "[kv_cache_utils.py:1229] GPU KV cache size" and "Model loading took ... GiB
 #     memory"; that line number holds that logger call only in vllm 0.11.1 and 0.11.2.
 ASSUMED_VERSION = {"llmd_": "0.14.1", "friday_": "0.11.2"}
+# Logs of a GPU named by its memory alone ("80 GB-class", 79.18-79.19 GiB printed) that failed vLLM's startup
+# check: colo needs a compute capability to plan, and the verdict (utilization x total against the free memory
+# the log prints) is the same for any; 8.0 is the lowest of the catalog GPUs of that total (A100 80GB).
+STARTUP_CHECK_CAPABILITY = {
+    "c_fail_free_mem_qwen35_122b_a10b_tp4_v0230": "8.0",
+    "c_fail_free_mem_qwen3_embedding_4b_80g_v0110": "8.0",
+}
 KV_DTYPES = {"auto": "auto", "bf16": "auto", "bfloat16": "auto", "fp16": "auto", "float16": "auto"}
 TOLERANCE = {"weights": 0.03, "kv_pool": 0.02, "kv_util": 0.05, "requested": 0.01}
 NAIVE_OVERHEAD_GIB = 0.5
@@ -171,7 +178,12 @@ def _gpu(entry: Mapping[str, Any]) -> dict[str, Any]:
         except GpuLookupError as exc:
             reason = str(exc.args[0])
     if memory:
-        return memory
+        capability = entry.get("gpu_compute_capability") or STARTUP_CHECK_CAPABILITY.get(str(entry["id"]))
+        if capability is None:
+            raise Skip(
+                f"GPU {stated or 'not named'}: not in colo's catalog and its compute capability not stated"
+            )
+        return {**memory, "gpu_compute_capability": str(capability)}
     raise Skip(f"GPU: {reason}" if stated else "GPU not named and its total not printed")
 
 

@@ -17,6 +17,7 @@ from colo.catalog.gpus import (
     gpu_by_memory,
     gpu_candidates,
     gpu_names,
+    parse_capability,
     resolve_gpu,
 )
 from colo.catalog.units import GIB, MIB
@@ -34,6 +35,7 @@ __all__ = [
     "gpu_names",
     "instance_type",
     "instance_type_names",
+    "parse_capability",
     "resolve_gpu",
 ]
 

@@ -23,6 +23,8 @@ Segment = Literal["datacenter", "workstation"]
 # Words that vendors put in front of a name and users leave out ("NVIDIA GeForce RTX 4090" = "RTX 4090").
 _VENDOR_WORDS = frozenset({"nvidia", "geforce", "tesla"})
 _SIZE = re.compile(r"^\d+$")
+_SIZE_G = re.compile(r"^\d+g$")
+_CAPABILITY = re.compile(r"^(\d{1,2})\.(\d)$")
 
 
 class GpuLookupError(KeyError):
@@ -68,6 +70,8 @@ def normalise(name: str) -> frozenset[str]:
     for word in words:
         if word in ("gb", "g") and joined and _SIZE.match(joined[-1]):
             joined[-1] += "gb"  # "80 GB" and "80GB" are one word
+        elif _SIZE_G.match(word):
+            joined.append(word + "b")  # "40G" is "40GB"
         else:
             joined.append(word)
     return frozenset(joined)
@@ -96,11 +100,15 @@ def _capability(text: str) -> tuple[int, int]:
 
 
 def _measured_total(entry: Mapping[str, Any]) -> int | None:
-    # vLLM prints round(bytes / 2**30, 2); a MiB figure, where known, is more precise and wins.
+    # vLLM prints round(bytes / 2**30, 2); a MiB figure, where known, is more precise and wins. nvidia-smi -q's
+    # FB total less its Reserved line is the same figure (NVML nvmlMemory_v2_t.reserved: memory "reserved for
+    # system use (driver or firmware)", outside what CUDA hands out).
     if "cuda_total_mib" in entry:
         return int(entry["cuda_total_mib"]) * MIB
     if "cuda_total_gib" in entry:
         return round(float(entry["cuda_total_gib"]) * GIB)
+    if "reserved_mib" in entry:
+        return (int(entry["nvidia_smi_total_mib"]) - int(entry["reserved_mib"])) * MIB
     return None
 
 
@@ -150,7 +158,9 @@ def _entry(name: str, raw: Mapping[str, Any], gap: tuple[int, str], cublas: int)
         compute_capability=_capability(raw["compute_capability"]),
         sm_count=int(raw["sm_count"]),
     )
-    aliases = (name, str(raw["device_name"]), *(str(a) for a in raw.get("aliases") or ()))
+    # A device name two cards share (the RTX 4060 Ti's 8 and 16 GB) is an alias of the one that states it.
+    named = (str(raw["device_name"]),) if raw.get("device_name_alias", True) else ()
+    aliases = (name, *named, *(str(a) for a in raw.get("aliases") or ()))
     return _Entry(spec, raw["segment"], aliases, "context_mib" in raw)
 
 
@@ -250,16 +260,34 @@ def gpu(name: str) -> GpuSpec:
         raise GpuLookupError(f"GPU '{name}' could be any of: {listed}; name the one you have", candidates)
     raise GpuLookupError(
         f"unknown GPU '{name}'; colo's catalog has {', '.join(gpu_names())} (nvidia-smi's names and the "
-        f"usual short forms work too); for another GPU give its memory instead"
+        f"usual short forms work too); for another GPU give its memory and compute capability instead"
     )
 
 
-def gpu_by_memory(cuda_total_mib: int, label: str | None = None) -> GpuSpec:
-    """A GPU the catalog lacks, known only by the total CUDA reports (what vLLM prints as the device total).
+def parse_capability(text: str) -> tuple[int, int]:
+    """A compute capability written as nvidia-smi's `compute_cap` prints it ("8.9", "12.0")."""
+    match = _CAPABILITY.match(text.strip())
+    if match is None:
+        raise GpuLookupError(
+            f"compute capability '{text}' is not major.minor as `nvidia-smi --query-gpu=compute_cap "
+            f"--format=csv` prints it (8.0, 8.9, 9.0, 12.0)"
+        )
+    return int(match.group(1)), int(match.group(2))
 
-    What no memory figure tells is taken on the safe side, and said: the largest per-process context and
-    SM count in the catalog, and compute capability 9.0 (V1 runs, and the all-reduce and FlashInfer
-    buffers vLLM creates on 9.0 and later are counted).
+
+def _capability_text(capability: tuple[int, int]) -> str:
+    return f"{capability[0]}.{capability[1]}"
+
+
+def gpu_by_memory(
+    cuda_total_mib: int, compute_capability: tuple[int, int], label: str | None = None
+) -> GpuSpec:
+    """A GPU the catalog lacks, known by the total CUDA reports (what vLLM prints as the device total) and its
+    compute capability, which picks vLLM's kernels, weight layouts (FP8 through Marlin below 8.9), CUDA-graph
+    sizes and whether V1 runs at all, so it is never guessed.
+
+    What neither figure tells is taken on the safe side, and said: the largest per-process context and SM
+    count in the catalog (the context is outside every vLLM budget; the SM count sizes the sampler's scratch).
     """
     catalog = _catalog()
     context, sms = catalog.largest_context, catalog.largest_sm
@@ -268,31 +296,33 @@ def gpu_by_memory(cuda_total_mib: int, label: str | None = None) -> GpuSpec:
         cuda_total_bytes=cuda_total_mib * MIB,
         context_bytes=context.context_bytes,
         cublas_bytes=context.cublas_bytes,
-        sources={"cuda_total": "given by the user (the total CUDA reports, as vLLM prints it)"},
-        compute_capability=(9, 0),
+        sources={
+            "cuda_total": "given by the user (the total CUDA reports, as vLLM prints it)",
+            "compute_capability": "given by the user",
+        },
+        compute_capability=compute_capability,
         sm_count=sms.sm_count,
         from_catalog=False,
         assumptions=(
-            f"GPU not in colo's catalog: CUDA total {cuda_total_mib} MiB as given; per-process context taken "
-            f"as the largest in the catalog ({context.context_bytes // MIB} MiB, {context.name}), SM count as "
-            f"the largest ({sms.sm_count}, {sms.name}), compute capability as 9.0",
+            f"GPU not in colo's catalog: CUDA total {cuda_total_mib} MiB and compute capability "
+            f"{_capability_text(compute_capability)} as given; per-process context taken as the largest in the "
+            f"catalog ({context.context_bytes // MIB} MiB, {context.name}), SM count as the largest "
+            f"({sms.sm_count}, {sms.name})",
         ),
     )
 
 
-def resolve_gpu(name: str | None, cuda_total_mib: int | None) -> GpuSpec:
-    """The GPU a stack or `colo estimate` describes: a catalog name, a memory size, or both (a catalog GPU
-    whose driver reports another total; or an unknown name, kept as the label of a GPU given by memory)."""
-    if cuda_total_mib is None:
-        if name is None:
-            raise GpuLookupError("name a GPU, or give its memory")
-        return gpu(name)
-    if name is None:
-        return gpu_by_memory(cuda_total_mib)
-    try:
-        known = gpu(name)
-    except GpuLookupError:
-        return gpu_by_memory(cuda_total_mib, label=name)
+def _capability_needed(cuda_total_mib: int, label: str | None) -> GpuLookupError:
+    named = f"'{label}' is not in colo's catalog" if label else "a GPU given by its memory alone"
+    return GpuLookupError(
+        f"{named}: give its compute capability too (nodePool.gpuComputeCapability, colo estimate "
+        f"--gpu-compute-capability; `nvidia-smi --query-gpu=compute_cap --format=csv` prints it). vLLM picks its "
+        f"kernels, FP8 and other weight layouts and CUDA-graph sizes by it, so colo does not guess it for the "
+        f"{cuda_total_mib} MiB given"
+    )
+
+
+def _with_total(known: GpuSpec, cuda_total_mib: int) -> GpuSpec:
     catalog_mib = round(known.cuda_total_mib)
     if catalog_mib == cuda_total_mib:
         return known
@@ -303,3 +333,32 @@ def resolve_gpu(name: str | None, cuda_total_mib: int | None) -> GpuSpec:
             f"CUDA total {cuda_total_mib} MiB as given, instead of the catalog's {catalog_mib} MiB",
         ),
     )
+
+
+def resolve_gpu(
+    name: str | None, cuda_total_mib: int | None, compute_capability: str | None = None
+) -> GpuSpec:
+    """The GPU a stack or `colo estimate` describes: a catalog name, or the memory and compute capability of
+    a GPU the catalog lacks (an unknown name is then its label). Beside a catalog name, a memory size replaces
+    the catalog's total (another driver), and a compute capability must be the catalog's."""
+    capability = parse_capability(compute_capability) if compute_capability is not None else None
+    if name is None and cuda_total_mib is None:
+        raise GpuLookupError("name a GPU, or give its memory and compute capability")
+    try:
+        known = gpu(name) if name is not None else None
+    except GpuLookupError:
+        if cuda_total_mib is None:
+            raise
+        known = None
+    if known is None:
+        assert cuda_total_mib is not None
+        if capability is None:
+            raise _capability_needed(cuda_total_mib, name)
+        return gpu_by_memory(cuda_total_mib, capability, label=name)
+    if capability is not None and capability != known.compute_capability:
+        raise GpuLookupError(
+            f"{known.name} ({known.device_name}) has compute capability "
+            f"{_capability_text(known.compute_capability)} ({known.sources.get('compute_capability', 'catalog')}), "
+            f"not {_capability_text(capability)}; drop the capability, or name the GPU you have"
+        )
+    return known if cuda_total_mib is None else _with_total(known, cuda_total_mib)

@@ -37,15 +37,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--gpu",
         help=f"the GPU as nvidia-smi names it or its short form ({', '.join(gpu_names())}); for another GPU "
-        "give --gpu-memory-mib",
+        "give --gpu-memory-mib and --gpu-compute-capability",
     )
     parser.add_argument(
         "--gpu-memory-mib",
         type=int,
         help="the GPU's total memory as CUDA reports it, in MiB: torch.cuda.mem_get_info()[1] // 2**20, i.e. "
         "the device total vLLM prints ('Free memory on device (F/T GiB)': T x 1024), not nvidia-smi's larger "
-        "memory.total. Alone: a GPU colo's catalog lacks (its CUDA context is taken as the largest in the "
-        "catalog); with a catalog --gpu: replaces its total",
+        "memory.total. With --gpu-compute-capability: a GPU colo's catalog lacks (its CUDA context is taken as "
+        "the largest in the catalog); with a catalog --gpu: replaces its total",
+    )
+    parser.add_argument(
+        "--gpu-compute-capability",
+        help="the GPU's CUDA compute capability as `nvidia-smi --query-gpu=compute_cap --format=csv` prints it "
+        "(8.0, 8.9, 12.0): required with --gpu-memory-mib for a GPU colo's catalog lacks",
     )
     parser.add_argument("--vllm-version", default=supported_range()[1], help="default: the newest mirrored")
     parser.add_argument("--gpu-memory-utilization", type=float, help="a fraction in (0, 1]")

@@ -57,6 +57,7 @@ class ColocatedPairInputs(TypedDict):
     model_claim: pulumi.Input[str]
     gpu: NotRequired[str]
     gpu_memory_mib: NotRequired[int]
+    gpu_compute_capability: NotRequired[str]
     instance_type: NotRequired[str]
     gpu_pairing: NotRequired[str]
     kubernetes_version: NotRequired[str]
@@ -70,6 +71,7 @@ class ColocatedPairInputs(TypedDict):
 _PLATFORM = {
     "gpu": ("nodePool", "gpu"),
     "gpu_memory_mib": ("nodePool", "gpuMemoryMiB"),
+    "gpu_compute_capability": ("nodePool", "gpuComputeCapability"),
     "instance_type": ("nodePool", "instanceType"),
     "gpu_pairing": ("cluster", "gpuPairing"),
     "kubernetes_version": ("cluster", "kubernetesVersion"),

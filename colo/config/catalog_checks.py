@@ -63,7 +63,7 @@ def _node_pool_problems(config: StackConfig) -> list[Problem]:
     pool = config.node_pool
     problems = []
     try:
-        resolve_gpu(pool.named_gpu, pool.gpu_memory_mib)
+        resolve_gpu(pool.named_gpu, pool.gpu_memory_mib, pool.gpu_compute_capability)
     except GpuLookupError as exc:
         problems.append(Problem("colo:nodePool.gpu", str(exc.args[0])))
     named = pool.mode == "managed" or "instance_type" in pool.model_fields_set

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from colo.config.schema import (
+    GpuComputeCapability,
     GpuMemoryMiB,
     GpuMemoryUtilization,
     HubRevision,
@@ -48,6 +49,7 @@ class EstimateArguments(BaseModel):
     revision: HubRevision | None = None
     gpu: str | None = None
     gpu_memory_mib: GpuMemoryMiB | None = None
+    gpu_compute_capability: GpuComputeCapability | None = None
     vllm_version: VllmVersion
     gpu_memory_utilization: GpuMemoryUtilization | None = None
     max_model_len: MaxModelLen | None = None
@@ -76,7 +78,10 @@ class EstimateArguments(BaseModel):
     @model_validator(mode="after")
     def _gpu_and_speculation_complete(self) -> EstimateArguments:
         if self.gpu is None and self.gpu_memory_mib is None:
-            raise _refusal("gpu", "name the GPU, or give --gpu-memory-mib for a GPU colo's catalog lacks")
+            raise _refusal(
+                "gpu",
+                "name the GPU, or give --gpu-memory-mib and --gpu-compute-capability for a GPU colo's catalog lacks",
+            )
         if self.num_speculative_tokens is not None and self.speculative_method is None:
             raise _refusal("num_speculative_tokens", "speculative tokens need --speculative-method")
         return self
@@ -99,6 +104,7 @@ class EstimateArguments(BaseModel):
             vllm_version=self.vllm_version,
             gpu=self.gpu,
             gpu_memory_mib=self.gpu_memory_mib,
+            gpu_compute_capability=self.gpu_compute_capability,
             gpu_memory_utilization=self.gpu_memory_utilization,
             max_model_len=self.max_model_len,
             max_num_seqs=self.max_num_seqs,

@@ -15,6 +15,7 @@ from typing import Annotated, Literal
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     SecretStr,
@@ -141,6 +142,20 @@ def _group_size(value: int) -> int:
 
 StackTensorParallelSize = Annotated[int, AfterValidator(_group_size)]
 GpuMemoryMiB = Annotated[int, Field(ge=1024)]  # no GPU under 1 GiB holds a vLLM process
+
+
+def _capability_as_text(value: object) -> object:
+    """A YAML number (8.9, 12.0, 12) is the capability nvidia-smi prints as that text."""
+    if isinstance(value, float):
+        return f"{value:.1f}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value}.0"
+    return value
+
+
+# "8.9" as nvidia-smi's compute_cap prints it
+GpuComputeCapability = Annotated[str, BeforeValidator(_capability_as_text), Field(pattern=r"^\d{1,2}\.\d$")]
+
 VllmVersion = Annotated[str, AfterValidator(_release_number)]
 
 
@@ -248,6 +263,12 @@ class VllmImage(_Model):
         description="The build facts of an image colo's catalog does not know (or leaves unstated); refused "
         "for one it knows",
     )
+    flashinfer_sampler: bool | None = Field(
+        default=None,
+        description="VLLM_USE_FLASHINFER_SAMPLER for the server: false samples top-k/top-p without FlashInfer "
+        "(the budget sizes that path); true where the release samples with FlashInfer by default and the image "
+        "carries it; omitted = the release's default",
+    )
 
     @field_validator("image")
     @classmethod
@@ -324,6 +345,41 @@ class VllmImage(_Model):
         if stated is None:
             stated = find_image(self.resolved_image).build.flashinfer
         return bool(stated)
+
+    @property
+    def sampler_flashinfer(self) -> bool:
+        """Whether the sampler may take FlashInfer: the image carries it and flashinferSampler does not turn
+        it off. The budget sizes the dummy sampler run by this (colo/vllm/process/activation.py)."""
+        return self.flashinfer_installed and self.flashinfer_sampler is not False
+
+    @model_validator(mode="after")
+    def _flashinfer_sampler_is_sized(self) -> VllmImage:
+        """`true` is the release's default where it samples with FlashInfer; where it does not (0.11.1-0.20:
+        "FlashInfer only with VLLM_USE_FLASHINFER_SAMPLER=1", colo/vllm/rules.yaml sampler_path sort/triton)
+        colo has no rule for the FlashInfer sampler, and an image without FlashInfer fails at the first sample
+        (vllm 0.33.0 v1/sample/ops/topk_topp_sampler.py::flashinfer_sampler_supported raises when it was asked
+        for)."""
+        if self.flashinfer_sampler is not True:
+            return self
+        try:
+            path = rules_for(self.version).sampler_path
+        except ValueError:
+            return self  # refused at vllm.version
+        if path in ("sort", "triton"):
+            raise ValueError(
+                f"vLLM {self.version} samples without FlashInfer by default and colo does not size its FlashInfer "
+                "sampler: drop flashinferSampler, or set it to false"
+            )
+        try:
+            installed = self.flashinfer_installed
+        except (ImageLookupError, UnknownImage):
+            return self  # the image itself is refused above
+        if not installed:
+            raise ValueError(
+                f"image {shown(self.resolved_image)} carries no FlashInfer (its build facts), so vLLM cannot sample "
+                "with it: drop flashinferSampler, or set it to false"
+            )
+        return self
 
 
 class Speculative(_Model):
@@ -683,6 +739,12 @@ class NodePool(_Model):
         description="The GPU's total memory as CUDA reports it, in MiB: torch.cuda.mem_get_info()[1] / 2**20, "
         "the device total vLLM prints (not nvidia-smi's memory.total, which is larger). For a GPU colo's "
         "catalog lacks; beside a catalog gpu it replaces the catalog's total",
+    )
+    gpu_compute_capability: GpuComputeCapability | None = Field(
+        default=None,
+        description="The GPU's CUDA compute capability as `nvidia-smi --query-gpu=compute_cap --format=csv` "
+        "prints it (8.0, 8.9, 12.0): required with gpuMemoryMiB for a GPU colo's catalog lacks, since vLLM picks "
+        "its kernels and weight layouts by it; beside a catalog gpu it must be the catalog's",
     )
     instance_type: Annotated[str, _checked(formats.instance_type_name)] = "g6e.xlarge"
     gpus_per_node: Annotated[int, Field(ge=1, le=16)] | None = Field(

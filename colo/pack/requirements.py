@@ -34,7 +34,9 @@ from colo.roles import Role
 
 DEFAULT_REGION = "us-east-1"
 # Keys pack decides; a models file may not set them, and a stack's values for them are what pack replaces.
-PACK_NODE_POOL_KEYS = frozenset({"gpu", "gpuMemoryMiB", "instanceType", "gpusPerNode", "spareGpus"})
+PACK_NODE_POOL_KEYS = frozenset(
+    {"gpu", "gpuMemoryMiB", "gpuComputeCapability", "instanceType", "gpusPerNode", "spareGpus"}
+)
 PACK_BUDGET_KEYS = frozenset({"embeddingConcurrency", "llmMinConcurrency"})
 # A fixed share of one GPU's memory means nothing on another GPU: pack derives them, as colo plan does.
 MEMORY_OVERRIDES = ("gpuMemoryUtilization", "kvCacheMemoryBytes")

@@ -24,6 +24,7 @@ from colo.plan.weight_sync_step import WeightSyncStep, weight_sync_step
 from colo.roles import ROLES, Role
 from colo.vllm import (
     ALLOW_LONG_ENV,
+    FLASHINFER_SAMPLER_ENV,
     ArchitectureError,
     GpuPlan,
     GroupPlan,
@@ -240,8 +241,14 @@ def refusal_problems(checked: list[CheckedServer], gpu_spec: GpuSpec) -> list[Pr
 
 
 def vllm_env(checked: CheckedServer) -> tuple[tuple[str, str], ...]:
-    """Environment variables vLLM reads instead of flags."""
-    return ((ALLOW_LONG_ENV, "1"),) if checked.spec.allow_long_max_model_len else ()
+    """Environment variables vLLM reads instead of flags: the only ones colo sets for vLLM, each classified as
+    derived in colo/vllm/memory_inputs.yaml."""
+    env: list[tuple[str, str]] = []
+    if checked.spec.allow_long_max_model_len:
+        env.append((ALLOW_LONG_ENV, "1"))
+    if checked.spec.vllm.flashinfer_sampler is not None:
+        env.append((FLASHINFER_SAMPLER_ENV, "1" if checked.spec.vllm.flashinfer_sampler else "0"))
+    return tuple(env)
 
 
 def process_spec(
@@ -284,7 +291,7 @@ def process_spec(
         language_model_only=server.language_model_only,
         mm_limits=tuple(sorted((server.limit_mm_per_prompt or {}).items())),
         skip_mm_profiling=server.skip_mm_profiling,
-        flashinfer_installed=server.vllm.flashinfer_installed,
+        flashinfer_installed=server.vllm.sampler_flashinfer,
         tensor_parallel_size=server.tensor_parallel_size,
         nvswitch=links.nvswitch,
         nvlink=links.nvlink,

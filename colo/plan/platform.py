@@ -124,7 +124,17 @@ def _instance_gpu_problems(config: StackConfig, known: InstanceType) -> list[Pro
     try:
         named = gpu(pool.named_gpu).name
     except GpuLookupError:
-        return []  # the plan reports the name itself
+        if pool.gpu_memory_mib is None:
+            return []  # the plan reports the unknown name itself
+        return [
+            Problem(
+                "colo:nodePool.gpu",
+                f"{pool.instance_type} carries {known.gpu} GPUs, which colo's catalog knows, not "
+                f"'{pool.named_gpu}'; a GPU described by its memory is for nodes colo has no instance type "
+                f"for. Set nodePool.gpu: {known.gpu} (and drop gpuMemoryMiB and gpuComputeCapability), or "
+                f"choose another instance type",
+            )
+        ]
     if named == known.gpu:
         return []
     return [

@@ -65,7 +65,9 @@ def make_plan(
     selector, tolerations = node_selector(config), gpu_tolerations()
     pool = config.node_pool
     try:
-        gpu_spec = gpu_override or resolve_gpu(pool.named_gpu, pool.gpu_memory_mib)
+        gpu_spec = gpu_override or resolve_gpu(
+            pool.named_gpu, pool.gpu_memory_mib, pool.gpu_compute_capability
+        )
     except GpuLookupError as exc:
         return Plan(
             config,

@@ -116,7 +116,22 @@ def planned_figures(budget: ProcessBudget, *, summary_consumed: bool) -> dict[st
     return planned
 
 
-def observed_figures(log: StartupLog, cache: CacheConfigInfo | None) -> dict[str, Value]:
+def _observed_block_size(log: StartupLog, cache: CacheConfigInfo | None, hybrid: bool) -> int | None:
+    """The block size the engine runs: what it logged when it raised it for a hybrid model, else what it
+    handed back to /metrics (0.33+); the API server's own `block_size` label only for a model that is not
+    hybrid, since for a hybrid one that label keeps the default the engine replaced (colo.verify.metrics)."""
+    if log.attention_block_size is not None:
+        return log.attention_block_size
+    if cache is None:
+        return None
+    if cache.effective_attention_block_size is not None:
+        return cache.effective_attention_block_size
+    return None if hybrid else cache.block_size
+
+
+def observed_figures(
+    log: StartupLog, cache: CacheConfigInfo | None, *, hybrid: bool = False
+) -> dict[str, Value]:
     observed: dict[str, Value | None] = {
         "release": log.vllm_version,
         "weights": log.weights_gib,
@@ -145,7 +160,7 @@ def observed_figures(log: StartupLog, cache: CacheConfigInfo | None) -> dict[str
         }
     if cache is not None:
         observed["num_gpu_blocks"] = cache.num_gpu_blocks or observed["num_gpu_blocks"]
-        observed["block_size"] = cache.block_size
+    observed["block_size"] = _observed_block_size(log, cache, hybrid)
     return {key: value for key, value in observed.items() if value is not None}
 
 
@@ -159,7 +174,9 @@ def _within(term: Term, planned: Value, observed: Value) -> bool:
 
 def compare(budget: ProcessBudget, log: StartupLog, cache: CacheConfigInfo | None) -> tuple[TermResult, ...]:
     """Every term both sides state, in vLLM's order."""
-    observed = observed_figures(log, cache)
+    geometry = geometry_for(budget.spec) if budget.capacity is not None else None
+    hybrid = geometry is not None and any(bucket.kind == "linear" for bucket in geometry.buckets)
+    observed = observed_figures(log, cache, hybrid=hybrid)
     planned = planned_figures(budget, summary_consumed="consumed" in observed)
     if log.error is not None and not log.error.after_kv_cache:
         # A process that failed before its KV cache was sized never sized what comes after the failure.

@@ -107,6 +107,11 @@ _ENGINE_FAILED = re.compile(r"EngineCore failed to start|Engine core initializat
 # uvicorn's line once the API server answers (every release's `vllm serve`): what fails after it failed
 # while serving, not at startup
 _SERVING = re.compile(r"Application startup complete")
+# A hybrid model's block size, as the engine raised it so that one attention page holds a state page: vLLM
+# 0.33.0 platforms/interface.py::Platform._align_hybrid_block_size logs "Setting attention block size to %d
+# tokens to ensure that attention page size is >= mamba page size." (also "... so the quantized primary KV
+# page covers ..." where skipped layers pad it further); the last one logged is the size the engine runs.
+_ATTENTION_BLOCK = re.compile(r"Setting attention block size to (\d+) tokens")
 
 ErrorKind = Literal[
     "free_memory", "kv_too_small", "no_kv_memory", "out_of_memory", "exception", "engine_failed"
@@ -166,6 +171,7 @@ class StartupLog:
     error: StartupError | None
     ranks: int  # how many ranks logged their weights (1 unless tensor parallel)
     serving_error: StartupError | None = None  # a failure after the server began answering
+    attention_block_size: int | None = None  # the hybrid block size the engine logged, if it changed it
 
     @property
     def has_startup_lines(self) -> bool:
@@ -308,6 +314,11 @@ def _split_at_serving(text: str) -> tuple[str, str]:
     return (text, "") if match is None else (text[: match.start()], text[match.start() :])
 
 
+def _attention_block_size(text: str) -> int | None:
+    sizes = [int(match.group(1)) for match in _ATTENTION_BLOCK.finditer(text)]
+    return sizes[-1] if sizes else None
+
+
 def parse_startup_log(text: str) -> StartupLog:
     """Every figure the log prints; figures from the summary line fill in what the other lines lack."""
     startup, serving = _split_at_serving(text)
@@ -337,4 +348,5 @@ def parse_startup_log(text: str) -> StartupLog:
         error=_startup_error(startup, answered=bool(serving)),
         ranks=max(ranks, 1),
         serving_error=_serving_error(serving) if serving else None,
+        attention_block_size=_attention_block_size(startup),
     )

@@ -70,6 +70,6 @@ TERMS: tuple[Term, ...] = (
     Term("kv_tokens", "GPU KV cache size", "tokens", Tolerance(relative=0.05)),
     Term("max_concurrency", "Maximum concurrency", "x", Tolerance(relative=0.05, absolute=0.01)),
     Term("num_gpu_blocks", "num_gpu_blocks (vllm:cache_config_info)", "blocks", Tolerance(relative=0.05)),
-    Term("block_size", "block_size (vllm:cache_config_info)", "tokens", None),
+    Term("block_size", "block size (the hybrid one vLLM logs, else vllm:cache_config_info)", "tokens", None),
 )
 TERM = {term.key: term for term in TERMS}

@@ -39,6 +39,7 @@ from colo.vllm.colocate import GpuPlan, ServerPlan, ServerRequest, plan_gpu
 from colo.vllm.colocate_tp import GroupPlan, GroupRequest, RankBalance, plan_group
 from colo.vllm.estimator import Estimate, EstimateRefused, EstimateRequest, estimate, estimate_view
 from colo.vllm.extra_args import extra_arg_refusal
+from colo.vllm.memory_inputs import FLASHINFER_SAMPLER_ENV
 from colo.vllm.process.budget import ProcessBudget, ProcessSpec, geometry_for
 from colo.vllm.process.calibrated import calibrated
 from colo.vllm.process.cudagraph import SMALL_CAPTURE_SIZES, kib_per_graph_field
@@ -65,6 +66,7 @@ from colo.vllm.views import budget_view, gpu_view, in_gib
 __all__ = [
     "ALLOW_LONG_ENV",
     "CALIBRATED_FIGURES",
+    "FLASHINFER_SAMPLER_ENV",
     "KV_DTYPE_BYTES",
     "MAX_CONFIG_BYTES",
     "SMALL_CAPTURE_SIZES",

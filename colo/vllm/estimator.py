@@ -38,6 +38,7 @@ class EstimateRequest:
     revision: str | None = None  # the Hub revision a Hub id is read at; None: main
     gpu: str | None = None  # any name nvidia-smi prints, or its short form
     gpu_memory_mib: int | None = None  # the CUDA total, for a GPU the catalog lacks
+    gpu_compute_capability: str | None = None  # "8.9": with gpu_memory_mib, for a GPU the catalog lacks
     gpu_memory_utilization: float | None = None
     max_model_len: int | None = None
     max_num_seqs: int | None = None
@@ -111,7 +112,7 @@ def _architecture(args: EstimateRequest) -> tuple[ModelArchitecture, HubModel | 
 
 def _gpu(args: EstimateRequest) -> GpuSpec:
     try:
-        return resolve_gpu(args.gpu, args.gpu_memory_mib)
+        return resolve_gpu(args.gpu, args.gpu_memory_mib, args.gpu_compute_capability)
     except GpuLookupError as exc:
         raise EstimateRefused("gpu", str(exc.args[0])) from None
 

@@ -23,9 +23,10 @@ select a derived option or a secret. What the parser does, by release (checked i
   for `-tp`), a two-character alias takes an attached value (`-qfp8`), and a boolean option has a `--no-`
   twin (`--no-enforce-eager`, BooleanOptionalAction from 0.10).
 
-Abbreviations are matched against the derived options alone: an entry is refused when it is a prefix of one.
-vLLM would refuse such a prefix too when it is ambiguous, and no real option of any release 0.8.0 to 0.33.0
-is itself a strict prefix of a derived one, so nothing vLLM accepts as another option is refused.
+Abbreviations are matched against the derived options: an entry is refused when it is a prefix of one, unless
+it names another option of the release in full, which argparse takes instead (`--device` of 0.8-0.9 beside
+0.31's `--device-memory-utilization`). Every other option that changes GPU memory in a way colo does not size
+is refused too, matched against the release's own argument table (colo/vllm/memory_inputs.py).
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from colo.echo import shown
+from colo.vllm.memory_inputs import memory_refusal
 from colo.vllm.rules import newest_range_from
+from colo.vllm.serve_cli import exact_option, serve_cli
 
 # option -> why colo owns it and which stack key to use instead (completes "... reads X as <option>, ")
 DERIVED: dict[str, str] = {
@@ -47,6 +50,7 @@ DERIVED: dict[str, str] = {
     "--host": "which colo sets to 0.0.0.0 so that the probes and the Service reach the server",
     "--port": "which colo sets per role (LLM 8000, embedding 8001, reranker 8002) for the probes and Services",
     "--gpu-memory-utilization": "which colo derives from the budget: set `gpuMemoryUtilization` to override it",
+    "--device-memory-utilization": "which colo derives from the budget: set `gpuMemoryUtilization` to override it",
     "--kv-cache-memory-bytes": "which colo sets from the stack: use `kvCacheMemoryBytes`, which the budget checks",
     "--num-gpu-blocks-override": "which fixes the KV pool outside the budget: use `kvCacheMemoryBytes`",
     "--max-model-len": "which colo sets from the stack: use `maxModelLen`",
@@ -64,10 +68,14 @@ DERIVED: dict[str, str] = {
     "--optimization-level": "which changes the CUDA graphs vLLM captures: use `enforceEager` or "
     "`cudagraphCaptureSizes`",
     "--cuda-graph-sizes": "which colo budgets from the stack: use `cudagraphCaptureSizes`",
+    "--cudagraph-capture-sizes": "which colo budgets from the stack: use `cudagraphCaptureSizes`",
     "--max-cudagraph-capture-size": "which colo budgets from the stack: use `cudagraphCaptureSizes`",
     "--max-seq-len-to-capture": "which changes the CUDA graphs vLLM captures: use `cudagraphCaptureSizes` or "
     "`enforceEager`",
     "--speculative-config": "which colo writes from the stack: use `speculative`",
+    "--spec-method": "which sets the speculative config colo writes from the stack: use `speculative`",
+    "--spec-model": "which sets the speculative config colo writes from the stack: use `speculative`",
+    "--spec-tokens": "which sets the speculative config colo writes from the stack: use `speculative`",
     "--language-model-only": "which colo sets from the stack: use `languageModelOnly`",
     "--no-language-model-only": "which colo sets from the stack: use `languageModelOnly`",
     "--limit-mm-per-prompt": "which colo sizes the vision profile for: use `limitMmPerPrompt`",
@@ -188,12 +196,26 @@ def options_set_by(arg: str, rules: ParserRules) -> set[str]:
     return _short_option(arg, rules)
 
 
+def _names_another_option(arg: str, version: str, watched: list[str]) -> bool:
+    """`arg` names in full an option of the release that is none of the watched ones it abbreviates (`--device`
+    of 0.8-0.9 beside 0.31's `--device-memory-utilization`)."""
+    try:
+        exact = exact_option(arg, serve_cli(version))
+    except ValueError:
+        return False
+    return exact is not None and not set(exact.strings) & set(watched)
+
+
 def extra_arg_refusal(arg: str, version: str) -> str | None:
-    """Why `arg` may not stand in `extraArgs` of a server pinned to vLLM `version`; None when it may."""
+    """Why `arg` may not stand in `extraArgs` of a server pinned to vLLM `version`; None when it may. Besides
+    the options colo derives and the secrets, every option that changes GPU memory in a way colo does not
+    size is refused (colo/vllm/memory_inputs.yaml)."""
     rules = parser_rules(version)
     options = sorted(options_set_by(arg, rules))
+    if options and _names_another_option(arg, version, options):
+        options = []  # argparse takes the option named in full over the derived one it abbreviates
     if not options:
-        return None
+        return memory_refusal(arg, version)
     secrets = [option for option in options if option in SECRETS]
     reason = SECRETS[secrets[0]] if secrets else DERIVED[options[0]]
     return f"vLLM {version} reads '{shown(arg)}' as {' or '.join(options)}, {reason}"

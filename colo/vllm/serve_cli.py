@@ -486,6 +486,33 @@ def _selects(arg: str, option: OptionRule, table: ServeCli) -> bool:
     return False
 
 
+def exact_option(arg: str, table: ServeCli) -> OptionRule | None:
+    """The option `arg` names in full (after the release's rewriting), which argparse takes over any option
+    the same text abbreviates; None when it names none exactly."""
+    if not arg.startswith("-") or arg in ("-", "--"):
+        return None
+    name = _name_of(arg, table.rewriting)
+    return next((o for o in table.options.values() if name in o.strings), None)
+
+
+def options_selected(arg: str, table: ServeCli) -> tuple[OptionRule, ...]:
+    """The options argparse may read `arg` as: the one it names exactly, else every option it abbreviates or
+    names with an attached value (argparse takes a unique one and refuses an ambiguous prefix)."""
+    if not arg.startswith("-") or arg in ("-", "--"):
+        return ()
+    exact = exact_option(arg, table)
+    if exact is not None:
+        return (exact,)
+    name = _name_of(arg, table.rewriting)
+    found = []
+    for option in table.options.values():
+        if _selects(arg, option, table) or (
+            not name.startswith("--") and len(name) > 1 and any(s.startswith(name) for s in option.strings)
+        ):
+            found.append(option)
+    return tuple(found)
+
+
 def _index_for_option(display: str, extra: Sequence[str], table: ServeCli) -> int | None:
     """The first extra argument that selects the option argparse names as `display` (`--a/--b`)."""
     wanted = display.split("/")

@@ -9,6 +9,7 @@ import pytest
 
 from bench.accuracy import (
     NAIVE_OVERHEAD_GIB,
+    Skip,
     arguments,
     coverage,
     informed_ids,
@@ -124,9 +125,16 @@ def test_a_log_colo_cannot_size_is_skipped_with_the_reason() -> None:
     assert reasons["excluded"] == "not usable: GPU not named"
 
 
-def test_an_unnamed_gpu_with_a_printed_total_is_sized_by_its_memory() -> None:
-    args = arguments(_log("unnamed", gpu="unnamed 80 GB-class card", gpu_total_gib=79.33))
+def test_an_unnamed_gpu_with_a_printed_total_and_capability_is_sized_by_them() -> None:
+    entry = _log("unnamed", gpu="unnamed 80 GB-class card", gpu_total_gib=79.33, gpu_compute_capability="9.0")
+    args = arguments(entry)
     assert args.gpu is None and args.gpu_memory_mib == round(79.33 * 1024)
+    assert args.gpu_compute_capability == "9.0"
+
+
+def test_an_unnamed_gpu_without_its_capability_is_not_sized() -> None:
+    with pytest.raises(Skip, match="compute capability not stated"):
+        arguments(_log("unnamed", gpu="unnamed 80 GB-class card", gpu_total_gib=79.33))
 
 
 def test_the_catalogs_informed_by_lists_are_what_the_bench_keeps_apart() -> None:

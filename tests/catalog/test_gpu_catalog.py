@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from colo.catalog import (
+    GIB,
     MIB,
     GpuLookupError,
     gpu,
@@ -137,11 +138,36 @@ def test_every_figure_of_every_gpu_names_its_source() -> None:
         assert spec.sm_count > 0 and spec.compute_capability >= (7, 5)
 
 
+def test_a_cuda_total_is_nvidia_smis_total_less_its_reserved_line() -> None:
+    """NVML's reserve ("reserved for system use (driver or firmware)") is what CUDA never hands out: the two
+    public checks in gpus.yaml's header, an H100 and an RTX A6000, land on the totals their prints show."""
+    for name, entry in RAW["gpus"].items():
+        if "reserved_mib" in entry and "cuda_total_mib" not in entry and "cuda_total_gib" not in entry:
+            expected = int(entry["nvidia_smi_total_mib"]) - int(entry["reserved_mib"])
+            assert gpu(name).cuda_total_bytes == expected * MIB, name
+            assert (
+                "Reserved" in gpu(name).sources["cuda_total"] or "reserve" in gpu(name).sources["cuda_total"]
+            )
+    assert round((81559 - 551) * MIB / GIB, 2) == 79.11 == round(gpu("H100-SXM").cuda_total_gib, 2)
+    assert round((46068 - 450) * MIB / GIB, 2) == 44.55 == round(gpu("RTX-A6000").cuda_total_gib, 2)
+
+
+def test_cards_sold_under_one_name_with_different_memory_are_told_apart_or_take_the_lower() -> None:
+    assert (
+        gpu("RTX 4060 Ti 16GB").cuda_total_bytes
+        > gpu("RTX 4060 Ti").cuda_total_bytes
+        == gpu("RTX 4060 Ti 8GB").cuda_total_bytes
+    )
+    assert gpu("NVIDIA GeForce RTX 4060 Ti").name == "RTX-4060-Ti-8GB"  # the name both print: the smaller
+    assert gpu("GH200").cuda_total_bytes == (97871 - 1103) * MIB
+    assert gpu("H100 NVL").cuda_total_bytes != gpu("H100 SXM").cuda_total_bytes
+
+
 def test_a_cuda_total_derived_from_nvidia_smi_subtracts_the_largest_measured_gap_and_says_so() -> None:
     measured = {
         name: gpu(name)
         for name, entry in RAW["gpus"].items()
-        if "cuda_total_mib" in entry or "cuda_total_gib" in entry
+        if "cuda_total_mib" in entry or "cuda_total_gib" in entry or "reserved_mib" in entry
     }
     largest_gap = max(
         g.nvidia_smi_total_mib * MIB - g.cuda_total_bytes for g in measured.values() if g.nvidia_smi_total_mib
@@ -183,7 +209,7 @@ def test_every_instance_type_names_a_catalog_gpu_and_ec2s_names_resolve_to_it() 
 
 
 def test_a_gpu_given_by_memory_takes_the_largest_context_and_sm_count_and_says_so() -> None:
-    spec = gpu_by_memory(30000)
+    spec = gpu_by_memory(30000, (8, 9))
     largest_context = max(int(e["context_mib"]) for e in RAW["gpus"].values() if "context_mib" in e)
     assert spec.cuda_total_bytes == 30000 * MIB
     assert spec.context_bytes == largest_context * MIB
@@ -191,6 +217,7 @@ def test_a_gpu_given_by_memory_takes_the_largest_context_and_sm_count_and_says_s
     assert not spec.from_catalog
     (assumption,) = spec.assumptions
     assert "not in colo's catalog" in assumption and f"{largest_context} MiB" in assumption
+    assert spec.compute_capability == (8, 9) and "compute capability 8.9 as given" in assumption
 
 
 def test_a_catalog_gpu_with_a_given_total_keeps_its_other_figures_and_notes_the_total() -> None:
@@ -207,7 +234,28 @@ def test_a_catalog_gpu_with_a_given_total_keeps_its_other_figures_and_notes_the_
 
 
 def test_an_unknown_name_with_memory_labels_a_gpu_given_by_memory() -> None:
-    spec = resolve_gpu("Radeon RX 7900 XTX", 24000)
-    assert spec.name == "Radeon RX 7900 XTX" and not spec.from_catalog
+    spec = resolve_gpu("Tesla V100-SXM2-32GB", 32501, "7.0")
+    assert spec.name == "Tesla V100-SXM2-32GB" and not spec.from_catalog
+    assert spec.compute_capability == (7, 0)
     with pytest.raises(GpuLookupError):
         resolve_gpu(None, None)
+
+
+def test_a_gpu_the_catalog_lacks_is_never_assumed_to_be_hopper() -> None:
+    for name in ("Tesla V100-SXM2-32GB", None):
+        with pytest.raises(GpuLookupError) as refused:
+            resolve_gpu(name, 32501)
+        assert "compute capability" in str(refused.value.args[0])
+    with pytest.raises(GpuLookupError):
+        resolve_gpu(None, 32501, "nine")
+
+
+def test_a_catalog_gpu_keeps_its_capability_and_refuses_another() -> None:
+    assert resolve_gpu("L4", None, "8.9") == gpu("L4")
+    with pytest.raises(GpuLookupError) as refused:
+        resolve_gpu("L4", None, "9.0")
+    assert "8.9" in str(refused.value.args[0])
+
+
+def test_a_size_written_with_g_alone_names_the_same_gpu() -> None:
+    assert gpu("A100 40G") == gpu("A100-40GB") and gpu("A100 80G") == gpu("A100-80GB")

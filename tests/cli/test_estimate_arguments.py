@@ -111,13 +111,58 @@ def test_a_gpu_given_by_memory_is_sized_and_the_output_says_what_was_assumed(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     code = main(
-        ["estimate", "--model", "Qwen/Qwen3-8B", "--gpu-memory-mib", "47000", "--max-model-len", "8192"]
+        [
+            "estimate",
+            "--model",
+            "Qwen/Qwen3-8B",
+            "--gpu-memory-mib",
+            "47000",
+            "--gpu-compute-capability",
+            "8.6",
+            "--max-model-len",
+            "8192",
+        ]
     )
     out = json.loads(capsys.readouterr().out)
     assert code == 0
     assert out["gpu_detail"]["in_catalog"] is False
     assert out["gpu_detail"]["cuda_total_gib"] == round(47000 / 1024, 2)
     assert "largest in the catalog" in out["gpu_detail"]["assumptions"][0]
+    assert "compute capability 8.6 as given" in out["gpu_detail"]["assumptions"][0]
+
+
+def test_a_gpu_given_by_memory_alone_is_refused_for_want_of_its_compute_capability(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(
+        ["estimate", "--model", "Qwen/Qwen3-8B", "--gpu-memory-mib", "47000", "--max-model-len", "8192"]
+    )
+    captured = capsys.readouterr()
+    assert code != 0
+    assert "--gpu-compute-capability" in captured.out + captured.err
+
+
+def test_fp8_weights_follow_the_capability_given_marlin_below_8_9(capsys: pytest.CaptureFixture[str]) -> None:
+    """vLLM runs FP8 weight-only through Marlin below compute capability 8.9 (model-dtype scales per output
+    row, K/128 x N for 128-blocks: `vllm 0.14.0 …/utils/marlin_utils_fp8.py::prepare_fp8_layer_for_marlin`),
+    so an unknown Ampere card holds more weight bytes than an Ada card of the same memory."""
+
+    def weights(capability: str) -> float:
+        args = ["estimate", "--model", "Qwen/Qwen3-8B-FP8", "--gpu-memory-mib", "46000"]
+        main(
+            [
+                *args,
+                "--gpu-compute-capability",
+                capability,
+                "--max-model-len",
+                "8192",
+                "--vllm-version",
+                "0.19.1",
+            ]
+        )
+        return float(json.loads(capsys.readouterr().out)["weights_gib"])
+
+    assert weights("8.6") > weights("8.9") == weights("9.0")
 
 
 def test_a_catalog_gpu_named_as_nvidia_smi_prints_it_has_nothing_assumed(

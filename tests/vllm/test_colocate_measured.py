@@ -113,8 +113,8 @@ def test_a_server_on_a_shared_gpu_says_why_its_utilization_is_set_and_which_vllm
 
 
 def test_a_reduced_capture_fallback_states_its_decode_cost() -> None:
-    # Qwen3-32B in FP8 on an L40S at 16K leaves too little beside its pool for the default capture sizes
-    plan = _pair("L40S", llm="Qwen/Qwen3-32B-FP8", max_model_len=16384)
+    # Qwen3-32B in FP8 on an L40S at 12K leaves too little beside its pool for the default capture sizes
+    plan = _pair("L40S", llm="Qwen/Qwen3-32B-FP8", max_model_len=12288)
     llm = plan.servers[1]
     assert llm.graph_decision == "captured (reduced sizes [1, 2, 4, 8])"
     (fallback,) = [n for n in llm.notes if "do not fit" in n]

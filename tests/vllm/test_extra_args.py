@@ -151,7 +151,7 @@ def test_a_spelling_is_read_only_from_the_release_that_introduced_it(spelling: s
 
 
 OTHER_OPTIONS = [
-    "--enable-prefix-caching",
+    "--enable-auto-tool-choice",
     "--max-logprobs=5",
     "--tokenizer-mode",
     "--chat-template=/models/template.jinja",
@@ -160,13 +160,13 @@ OTHER_OPTIONS = [
     "--enable-auto-tool-choice",
     "--tool-call-parser=hermes",
     "--disable-log-requests",
-    "--model-impl=vllm",
+    "--generation-config=auto",
     "--served-model-name-is-not-a-prefix",
     "--seed",
     "-1",
     "-0.5",
     "0.99",
-    "-n",
+    "-z",
     "--",
 ]
 

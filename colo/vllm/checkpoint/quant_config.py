@@ -42,6 +42,12 @@ def _int_strategy(group_size: Any) -> tuple[str, int]:
 
 
 def _fp8(qc: Mapping[str, Any], declared_in: DeclaredIn) -> QuantizationScheme:
+    # Every release 0.8.0-0.34.0 reads it with get_from_keys, which raises when it is absent
+    # (vllm 0.33.0 model_executor/layers/quantization/fp8.py::Fp8Config.from_config, base_config.py::get_from_keys).
+    if "activation_scheme" not in qc:
+        raise QuantConfigError(
+            "ValueError: Cannot find any of ['activation_scheme'] in the model's quantization config."
+        )
     block = qc.get("weight_block_size")
     weights = (
         WeightFormat("fp8", 8, "block", block=(int(block[0]), int(block[1])), weight_only=False)

@@ -52,6 +52,7 @@ class _Range(BaseModel):
     marlin_min_capability: int | None = None
     min_capability: dict[str, int] | None = None
     fp8_block_marlin: bool | None = None
+    fp8_block_marlin_below: int | None = None
     modelopt_detected: bool | None = None
     hf_quant_config_read: bool | None = None
     text_config_detected: bool | None = None
@@ -81,6 +82,7 @@ class QuantRelease:
     marlin_min_capability: int
     min_capability: Mapping[str, int]
     fp8_block_marlin: bool
+    fp8_block_marlin_below: int
     modelopt_detected: bool
     hf_quant_config_read: bool
     text_config_detected: bool

@@ -6,7 +6,8 @@ tensors alive after vLLM's `process_weights_after_loading` ("Model loading took"
 - fp8 (`vllm 0.14.0 model_executor/layers/quantization/fp8.py::Fp8LinearMethod`): fp8 weight + fp32 scales,
   one per tensor, per output row, or per 128x128 block. Below compute capability 8.9 vLLM runs FP8 through
   Marlin (`…/utils/marlin_utils_fp8.py::prepare_fp8_layer_for_marlin`): scales become model-dtype values,
-  one per output row, or (K/128) x N for blocks (block FP8 only from 0.9.0).
+  one per output row, or (K/128) x N for blocks (block FP8 only from 0.9.0; from 0.29.0 below 9.0, so on
+  Ada too: quant_methods.yaml fp8_block_marlin_below).
 - packed integers (GPTQ, AWQ, compressed-tensors WNA16): int32-packed weight + model-dtype scales per group;
   AWQ and asymmetric schemes keep packed zero points; GPTQ on Marlin drops qzeros and keeps g_idx plus its
   sort indices only with act order (`…/kernels/mixed_precision/marlin.py::MarlinLinearKernel.
@@ -45,10 +46,14 @@ class Layout:
     def checkpoint_dtype_bytes(self) -> int:
         return self.file_dtype_bytes or self.dtype_bytes
 
-    def fp8_marlin(self, weights: WeightFormat) -> bool:
-        if self.capability >= FP8_NATIVE_CAPABILITY:
+    def fp8_marlin(self, weights: WeightFormat, *, experts: bool = False) -> bool:
+        """Fused-MoE experts keep Marlin below 8.9 only (vllm 0.34.0 fused_moe/oracle/fp8.py tries Triton before
+        Marlin); block-wise linear layers follow the release's threshold (quant_methods.yaml)."""
+        if weights.strategy == "block" and not self.release.fp8_block_marlin:
             return False
-        return weights.strategy != "block" or self.release.fp8_block_marlin
+        if weights.strategy == "block" and not experts:
+            return self.capability < self.release.fp8_block_marlin_below
+        return self.capability < FP8_NATIVE_CAPABILITY
 
     @property
     def gptq_exllama(self) -> bool:
@@ -60,8 +65,8 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _fp8_gpu(w: WeightFormat, k: int, n: int, layout: Layout) -> int:
-    if layout.fp8_marlin(w):
+def _fp8_gpu(w: WeightFormat, k: int, n: int, layout: Layout, *, experts: bool = False) -> int:
+    if layout.fp8_marlin(w, experts=experts):
         return k * n + layout.dtype_bytes * w.groups_along(k) * n
     return k * n + _fp8_scales(w, k, n) * FP32
 
@@ -104,7 +109,7 @@ def linear_gpu_bytes(
     if w is None:
         return k * n * layout.dtype_bytes
     if w.kind == "fp8":
-        return _fp8_gpu(w, k, n, layout)
+        return _fp8_gpu(w, k, n, layout, experts=experts)
     if w.kind == "int":
         scale_k = full_k if (w.act_order and full_k) else k
         return _int_gpu(w, k, n, layout, experts=experts, scale_k=scale_k)

@@ -82,7 +82,13 @@ def test_a_dense_config_has_no_moe_or_mla_geometry() -> None:
 
 def test_the_quantization_block_is_read_from_config_json() -> None:
     scheme = quantization_scheme(
-        _config(quantization_config={"quant_method": "fp8", "weight_block_size": [128, 128]})
+        _config(
+            quantization_config={
+                "quant_method": "fp8",
+                "activation_scheme": "dynamic",
+                "weight_block_size": [128, 128],
+            }
+        )
     )
     assert (scheme.method, scheme.declared_in) == ("fp8", "config.json")
 
@@ -97,7 +103,10 @@ def test_the_older_compression_config_key_is_read_like_quantization_config() -> 
 def test_a_block_only_in_text_config_is_marked_so_releases_that_miss_it_can_say_so() -> None:
     raw = {
         "architectures": ["X"],
-        "text_config": {**TINY_CONFIG, "quantization_config": {"quant_method": "fp8"}},
+        "text_config": {
+            **TINY_CONFIG,
+            "quantization_config": {"quant_method": "fp8", "activation_scheme": "dynamic"},
+        },
     }
     assert quantization_scheme(HfConfig.of(raw)).declared_in == "text_config"
 
@@ -111,7 +120,7 @@ def test_side_files_are_read_only_when_config_json_has_no_block() -> None:
     )
     from_gptq_file = quantization_scheme(_config(), {"quantize_config.json": gptq})
     assert (from_gptq_file.method, from_gptq_file.declared_in) == ("gptq", "quantize_config.json")
-    own_block = _config(quantization_config={"quant_method": "fp8"})
+    own_block = _config(quantization_config={"quant_method": "fp8", "activation_scheme": "dynamic"})
     assert quantization_scheme(own_block, {"hf_quant_config.json": modelopt}).method == "fp8"
 
 

@@ -176,3 +176,9 @@ def test_compressed_tensors_spelled_with_an_underscore_is_normalised() -> None:
         read_quantization({"quant_method": "compressed_tensors", "config_groups": {}}).method
         == "compressed-tensors"
     )
+
+
+def test_an_fp8_block_without_its_activation_scheme_is_refused_as_vllm_refuses_it() -> None:
+    """Fp8Config.from_config reads activation_scheme with get_from_keys, which raises when it is absent."""
+    with pytest.raises(QuantConfigError, match=r"Cannot find any of \['activation_scheme'\]"):
+        read_quantization({"quant_method": "fp8", "weight_block_size": [128, 128]})

@@ -1,0 +1,140 @@
+"""Every input that changes GPU memory is derived, modelled or refused by colo, never passed silently.
+
+The classification (colo/vllm/memory_inputs.yaml) is held to the argument table of every release colo mirrors
+(colo/vllm/serve_cli.yaml, read from each release's own parser): a release whose table brings an option the
+file does not classify fails here, before colo can plan for it.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+
+import pytest
+
+from colo.components.containers import SecretRef, server_env
+from colo.config import parse_stack_config
+from colo.plan.stack import make_plan
+from colo.stackfiles import load_stack
+from colo.vllm.extra_args import DERIVED, SECRETS, extra_arg_refusal
+from colo.vllm.memory_inputs import (
+    MEMORY_WORDS,
+    environment_classes,
+    memory_refusal,
+    misfiled_options,
+    option_classes,
+    unclassified_options,
+)
+from colo.vllm.serve_cli import OptionRule, ServeCli, serve_tables
+
+TABLES = serve_tables()
+
+
+def _long_spellings(table: ServeCli, dest: str) -> list[str]:
+    return [s for o in table.options.values() if o.dest == dest for s in o.strings if s.startswith("--")]
+
+
+def test_every_option_of_every_mirrored_release_is_classified() -> None:
+    assert unclassified_options(TABLES) == []
+
+
+def test_a_release_that_brings_an_unclassified_option_is_caught() -> None:
+    newest = TABLES[-1]
+    novel = OptionRule(
+        strings=("--kv-cache-spill-gb",),
+        shown=("--kv-cache-spill-gb",),
+        dest="kv_cache_spill_gb",
+        action="store",
+        type="float",
+    )
+    future = replace(
+        newest, first="9.9.0", last="9.9.0", options={**newest.options, "--kv-cache-spill-gb": novel}
+    )
+    assert unclassified_options((future,)) == [("9.9.0", "--kv-cache-spill-gb")]
+
+
+def test_no_option_named_for_memory_hides_in_a_generic_harmless_group() -> None:
+    assert misfiled_options() == []
+    assert MEMORY_WORDS.search("max_num_seqs") and MEMORY_WORDS.search("cpu_offload_gb")
+    assert not MEMORY_WORDS.search("ssl_keyfile") and not MEMORY_WORDS.search("uvicorn_log_level")
+
+
+@pytest.mark.parametrize("table", TABLES, ids=[t.label() for t in TABLES])
+def test_derived_and_refused_options_are_refused_in_every_spelling(table: ServeCli) -> None:
+    """Each long spelling of a derived or refused option, in the release that has it, is refused."""
+    passed = []
+    for dest, found in option_classes().items():
+        if found.kind not in ("derived", "refused"):
+            continue
+        for spelling in _long_spellings(table, dest):
+            if extra_arg_refusal(f"{spelling}=1", table.first) is None:
+                passed.append(spelling)
+    assert passed == []
+
+
+@pytest.mark.parametrize("table", TABLES, ids=[t.label() for t in TABLES])
+def test_harmless_options_pass_in_every_spelling(table: ServeCli) -> None:
+    refused = []
+    for dest, found in option_classes().items():
+        if found.kind != "harmless":
+            continue
+        for spelling in _long_spellings(table, dest):
+            if extra_arg_refusal(spelling, table.first) is not None:
+                refused.append(spelling)
+    assert refused == []
+
+
+def test_derived_options_name_the_stack_key_and_refused_ones_say_why() -> None:
+    lora = extra_arg_refusal("--enable-lora", "0.33.0")
+    assert lora is not None and "LoRA" in lora and "colo refuses" in lora
+    offload = extra_arg_refusal("--cpu-offload-gb=4", "0.19.1")
+    assert offload is not None and "offload" in offload
+    assert "`cudagraphCaptureSizes`" in (extra_arg_refusal("--cudagraph-capture-sizes", "0.33.0") or "")
+    assert "sleep mode" in (extra_arg_refusal("--enable-sleep-mode", "0.20.0") or "")
+    for dest, found in option_classes().items():
+        if found.kind == "derived":
+            spellings = {s for t in TABLES for s in _long_spellings(t, dest)}
+            assert spellings <= set(DERIVED), dest
+
+
+def test_refused_options_are_matched_as_the_release_parses_them() -> None:
+    assert memory_refusal("--max_loras=4", "0.33.0") is not None  # underscores folded
+    assert memory_refusal("--enable-sleep", "0.33.0") is not None  # an unambiguous prefix
+    assert memory_refusal("--no-enable-prefix-caching", "0.33.0") is not None  # the --no- twin
+    assert memory_refusal("-ep", "0.33.0") is not None  # a short alias (--enable-expert-parallel)
+    assert memory_refusal("-ep", "0.13.0") is None  # not yet an option there
+    assert (
+        memory_refusal("--enable-lora", "0.40.0") is None
+    )  # a release colo does not mirror is refused elsewhere
+    assert memory_refusal("--tokenizer", "0.33.0") is None  # exact: not the prefix of anything refused
+    assert memory_refusal("0.9", "0.33.0") is None and memory_refusal("-1", "0.33.0") is None
+
+
+def test_secrets_stay_secrets() -> None:
+    for dest in ("api_key", "hf_token"):
+        assert option_classes()[dest].kind == "refused"
+    assert "--api-key" in SECRETS and "--hf-token" in SECRETS
+
+
+def test_colo_sets_no_vllm_environment_variable_it_has_not_classified() -> None:
+    env = environment_classes()
+    classified = set(env.derived) | set(env.harmless)
+    assert {"VLLM_USE_FLASHINFER_SAMPLER", "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "VLLM_API_KEY"} <= set(
+        env.derived
+    )
+    set_by_containers = {v.name for v in server_env([SecretRef("VLLM_API_KEY", "secret", "key")])}
+    assert {name for name in set_by_containers if name.startswith("VLLM_")} <= classified
+    raw = copy.deepcopy(load_stack("local").values)
+    llm = raw["pairs"][0]["llm"]
+    llm.update(
+        maxModelLen=50000, allowLongMaxModelLen=True, vllm={"version": "0.22.0", "flashinferSampler": False}
+    )
+    raw["pairs"][0]["embedding"]["vllm"] = {"version": "0.22.0"}
+    plan = make_plan(parse_stack_config(raw))
+    set_by_plan = {name for pair in plan.pairs for server in pair.servers for name, _ in server.env}
+    assert set_by_plan == {"VLLM_ALLOW_LONG_MAX_MODEL_LEN", "VLLM_USE_FLASHINFER_SAMPLER"}
+    assert set_by_plan <= classified
+    everything = classified | set(env.modelled) | set(env.outside_the_plan)
+    assert len(everything) == len(env.derived) + len(env.harmless) + len(env.modelled) + len(
+        env.outside_the_plan
+    )
