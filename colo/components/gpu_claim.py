@@ -1,4 +1,6 @@
-"""A DRA ResourceClaimTemplate: each pair's pod gets one claim, shared by all its servers (same GPU).
+"""A DRA ResourceClaimTemplate: each pair's pod gets one claim, shared by all its servers (same GPU); for a
+tensor-parallel LLM, one claim of N device requests (`gpu-0` .. `gpu-<N-1>`, one GPU each, so the N are distinct),
+the LLM using all of them and each companion the one request of the GPU it was placed on.
 
 NVIDIA's DRA driver (kubernetes-sigs/dra-driver-nvidia-gpu, which publishes the `gpu.nvidia.com` device
 class) is a cluster prerequisite, installed with its GPU kubelet plugin enabled on nodes that run no
@@ -14,6 +16,22 @@ import pulumi_kubernetes as k8s
 
 DEVICE_CLASS = "gpu.nvidia.com"
 CLAIM_NAME = "gpu"  # the name containers use in resources.claims
+SINGLE_REQUEST = "gpu"  # the one request of a single-GPU pair's claim
+
+
+def group_request(gpu: int) -> str:
+    """The device request of GPU `gpu` of a tensor-parallel pair's group."""
+    return f"gpu-{gpu}"
+
+
+def claim_requests(gpus: int) -> list[str]:
+    """The device requests of a pair's claim, in the group's GPU order."""
+    return [SINGLE_REQUEST] if gpus == 1 else [group_request(k) for k in range(gpus)]
+
+
+def template_name_for(gpus: int) -> str:
+    """The stack's template for pairs of `gpus` GPUs."""
+    return "single-gpu" if gpus == 1 else f"gpus-{gpus}"
 
 
 @dataclass(frozen=True)
@@ -21,6 +39,7 @@ class GpuClaimTemplateArgs:
     namespace: pulumi.Input[str]
     labels: dict[str, str]
     template_name: str = "single-gpu"  # what each pod's resourceClaimTemplateName names
+    gpus: int = 1  # the pair's GPUs: a tensor-parallel LLM's group
 
 
 class GpuClaimTemplate(pulumi.ComponentResource):
@@ -40,11 +59,12 @@ class GpuClaimTemplate(pulumi.ComponentResource):
                     devices=k8s.resource.v1.DeviceClaimArgs(
                         requests=[
                             k8s.resource.v1.DeviceRequestArgs(
-                                name="gpu",
+                                name=request,
                                 exactly=k8s.resource.v1.ExactDeviceRequestArgs(
                                     device_class_name=DEVICE_CLASS
                                 ),
                             )
+                            for request in claim_requests(args.gpus)
                         ]
                     )
                 )
