@@ -1,6 +1,7 @@
 """Size every server of a GPU run with colo's estimator at the flags it ran with, beside what vLLM logged.
 
     python bench/gpu/graph_check.py bench/gpu/results/2026-12-02-h200-dense-logs.tar.gz [...] [--json OUT]
+        [--gpu H100-SXM] [--release 0.22.0]
 
 The plans of a run derive each server's utilization from colo's figures of the day, so after a change to a
 figure the plan no longer matches the run. This script reads each server's own arguments from its log
@@ -44,12 +45,12 @@ def server_arguments(text: str) -> dict[str, Any]:
     return parsed
 
 
-def request_for(text: str) -> EstimateRequest:
+def request_for(text: str, *, gpu: str = GPU, release: str = RELEASE) -> EstimateRequest:
     args = server_arguments(text)
     return EstimateRequest(
         model=str(args["model"]),
-        vllm_version=RELEASE,
-        gpu=GPU,
+        vllm_version=release,
+        gpu=gpu,
         gpu_memory_utilization=args.get("gpu_memory_utilization"),
         max_model_len=args.get("max_model_len"),
         max_num_seqs=args.get("max_num_seqs"),
@@ -64,9 +65,9 @@ def _gib(value: int) -> float:
     return round(value / GIB, 2)
 
 
-def check(name: str, text: str) -> dict[str, Any]:
+def check(name: str, text: str, *, gpu: str = GPU, release: str = RELEASE) -> dict[str, Any]:
     logged = log_figures(text)
-    result = estimate(request_for(text))
+    result = estimate(request_for(text, gpu=gpu, release=release))
     b = result.budget
     kv_logged = logged.get("kv_pool_gib")
     return {
@@ -129,8 +130,10 @@ def main() -> int:
     )
     parser.add_argument("archives", nargs="+", type=Path)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--gpu", default=GPU, help=f"the run's GPU as colo's catalog names it ({GPU})")
+    parser.add_argument("--release", default=RELEASE, help=f"the vLLM release the run installed ({RELEASE})")
     args = parser.parse_args()
-    rows = [check(name, text) for name, text in servers(args.archives)]
+    rows = [check(name, text, gpu=args.gpu, release=args.release) for name, text in servers(args.archives)]
     print("each cell: colo / vLLM's log")
     print(table(rows))
     if args.json:

@@ -4,9 +4,12 @@
 
 Each stack the run names is planned with `colo plan --format json` (bench/gpu/stacks/Pulumi.<stack>.yaml);
 every server keeps the plan's `vllm_args` exactly, in order, and the run only appends `--load-format
-dummy`. A start may stand for servers of other stacks (`same_as`) only where their arguments are identical,
-so one process is compared against each plan. Models come with their catalog config, from which the runner
-writes the directories vLLM loads.
+dummy`, plus what the run's `server_options` give a server by name: `extra_args` after those (a flag the
+run needs that does not change memory, e.g. a prefill kernel the wheel set can run, said why in the run
+file), `env`, and `probe: true` (harness.startup_probe records its startup memory from inside). A start may
+stand for servers of other stacks (`same_as`) only where their arguments are identical, so one process is
+compared against each plan. Models come with their catalog config, from which the runner writes the
+directories vLLM loads.
 
 A pair whose LLM spans GPUs (`tensorParallelSize`) runs on the GPUs its plan placed it on: the LLM sees every
 GPU of its group in the group's order, each companion the one GPU the plan put it on, numbered as nvidia-smi
@@ -157,10 +160,29 @@ def _client(client: Mapping[str, Any], servers: Mapping[str, Mapping[str, Any]])
     return {**client, "port": server["port"], "model": server["served_model_name"]}
 
 
+SERVER_OPTIONS = ("extra_args", "env", "probe")
+
+
+def _with_options(servers: dict[str, dict[str, Any]], options: Mapping[str, Any]) -> None:
+    for name, chosen in options.items():
+        if name not in servers:
+            raise SpecError(f"server_options names {name}, which no planned stack has")
+        unknown = sorted(set(chosen) - set(SERVER_OPTIONS))
+        if unknown:
+            raise SpecError(
+                f"server_options.{name}: unknown key {unknown[0]} (known: {', '.join(SERVER_OPTIONS)})"
+            )
+        server = servers[name]
+        server.update({key: chosen[key] for key in SERVER_OPTIONS if key in chosen and key != "env"})
+        if "env" in chosen:  # beside the GPUs the plan placed it on, not instead of them
+            server["env"] = {**server.get("env", {}), **chosen["env"]}
+
+
 def build_spec(run: Mapping[str, Any], plans: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     servers: dict[str, dict[str, Any]] = {}
     for stack, plan in plans.items():
         servers.update(plan_servers(stack, plan))
+    _with_options(servers, run.get("server_options") or {})
     actions: list[dict[str, Any]] = []
     started: dict[str, list[str]] = {}
     for action in run["actions"]:

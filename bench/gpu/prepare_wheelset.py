@@ -7,8 +7,8 @@ The GPU machine has no network, its own Python 3.12 and PyTorch 2.11.0+cu130 (th
 and takes at most 64 MiB of files per call. So every wheel of `bench/gpu/wheelset.txt` (pinned by version and
 sha256, checked by pip) is installed here with `--no-deps --target` for that Python and platform, the parts
 no run of ours loads are removed (PRUNE says why, each behind a guarded import in vLLM), and the tree is
-packed as two archives: `core` (every dense and pooling start) and `moe` (the fused-MoE extension and the
-quantization kernels FP8 checkpoints import), `core` cut into parts. `manifest.json` gives every part's and
+packed as two archives: `core` (every dense, pooling and quantized dense start) and `moe` (the fused-MoE
+extension), `core` cut into parts. `manifest.json` gives every part's and
 archive's sha256; `python3 -m harness.unpack` joins, checks and extracts them there.
 """
 
@@ -63,8 +63,12 @@ PRUNE: dict[str, str] = {
 # Shared objects whose symbol tables dwarf their code (xgrammar's: 53 MB, 2 MB stripped); vLLM's own
 # extensions travel as built.
 STRIP = ("xgrammar/libxgrammar_bindings.so",)
-# The `moe` archive: what only MoE and quantized starts load; everything else is `core`.
-MOE_MEMBERS = ("vllm/_moe_C.abi3.so", "humming", "humming_kernels-", "elftools", "pyelftools-")
+# The `moe` archive: what only MoE starts load; everything else is `core`. vLLM imports `_moe_C` where it is
+# present and goes on without it (vllm 0.22.0 platforms/interface.py::Platform.import_kernels:
+# contextlib.suppress(ImportError)); the humming kernels (and pyelftools, which they need) stay in `core`,
+# because every quantized checkpoint imports them (model_executor/layers/quantization/__init__.py imports
+# every method's config, humming.py imports `humming` on CUDA), so a dense FP8 start needs no `moe` part.
+MOE_MEMBERS = ("vllm/_moe_C.abi3.so",)
 
 
 @dataclass(frozen=True)

@@ -95,6 +95,9 @@ class VllmRules(_Strict):
     cudagraph_estimate_subtracted: bool  # determine_available_memory takes the graph estimate off the KV pool
     has_kv_cache_memory_bytes: bool
     cublas_in_baseline: bool  # cuBLAS handles exist before the startup snapshot
+    # profile_cudagraph_memory runs inside memory_profiling's window, so the driver memory of the graphs it
+    # captures counts as non-torch growth (colo.vllm.process.non_torch)
+    graph_profile_in_memory_window: bool
     # --- tensor parallelism: what the distributed init creates, and when (docs §10)
     dist_init_before_snapshot: bool  # NCCL communicators and all-reduce buffers exist before the snapshot
     nccl_cumem: bool  # NCCL's cuMem allocator is on (vLLM forced NCCL_CUMEM_ENABLE=0 before 0.10.2)
@@ -146,6 +149,9 @@ class VllmRules(_Strict):
     mamba_blocks_per_request: Literal[
         "one_page", "max_model_len", "one_plus_spec", "two_plus_spec"
     ]  # MambaSpec's usage
+    # an explicit --enable-prefix-caching / --no-enable-prefix-caching picks mamba cache mode "align" / "none"
+    # for Gated DeltaNet hybrids (kv_cache.mamba_state_blocks)
+    mamba_align_on_prefix_caching: bool
     null_block_reserved: bool
     sliding_inflight_batches: int
     kv_error_wording: Literal["models_gb", "models_gib", "model_s"]  # _check_enough_kv_cache_memory's text
@@ -170,6 +176,9 @@ class VllmRules(_Strict):
     skip_mm_profiling_flag: bool  # --skip-mm-profiling exists
     language_model_only_flag: bool  # --language-model-only exists
     zero_mm_limits_skip_tower: bool  # all-zero --limit-mm-per-prompt leaves the vision tower unbuilt
+    # how many maximum-size items profile_run encodes (colo.vllm.process.mm_profile): MultiModalBudget's
+    # encoder-budget rule, or one item (colo's earlier reading, kept where the budget code was not re-read)
+    mm_profile_batch: Literal["one_item", "encoder_budget"]
     error_names_device: bool
     uuid_in_cuda_visible_devices: bool  # CUDA_VISIBLE_DEVICES=GPU-<uuid> resolves (else an index is needed)
     # --- the model dtype, `--dtype` (ModelConfig's _get_and_verify_dtype; docs §15)
@@ -285,8 +294,13 @@ class TpCommunicationByTopology(_Strict):
 class MeasuredConstants(_Strict):
     """Version-independent figures no source file states; rules.yaml says where each was measured."""
 
+    # The allowance for a PyTorch build no measurement covers, and the measured figures by PyTorch minor
+    # release (colo.vllm.process.non_torch): the startup's library state after the snapshot, and the part of it
+    # the first matmul makes (already in the baseline where the release creates the handles first)
     non_torch_growth_mib: int
     non_torch_growth_mib_cublas_in_baseline: int
+    non_torch_startup_mib_by_torch: dict[str, int]
+    cublas_first_use_mib_by_torch: dict[str, int]
     # CUDA graphs (colo.vllm.process.cudagraph): the driver's memory per instantiated graph (a PIECEWISE size
     # has one per layer piece) and per kernel node, the kernels of one decoder layer, the piece pool as a
     # multiple of the MLP's live activations, and the FA3 accumulator copies of the V2 runner's side-stream pool

@@ -4,8 +4,11 @@
 
 The spec (bench/gpu/make_spec.py writes it from `colo plan --format json`) names the models with their
 catalog config, the servers with the plan's own arguments, and the actions in order:
-`{"start": NAME, "timeout_s": S, "expect": "ready"|"refused"}`, `{"load": {label, duration_s, clients}}`,
-`{"stop": NAME}` and `{"smi": LABEL}`. Servers still running at the end are stopped; nothing else is.
+`{"start": NAME, "timeout_s": S, "expect": "ready"|"refused", "as": LABEL}` (`as` names the log of a second
+start of the same server, e.g. a restart on a warm compile cache), `{"load": {label, duration_s, clients}}`,
+`{"stop": NAME}` and `{"smi": LABEL}`. Servers still running at the end are stopped; nothing else is. A server
+the spec marks `"probe": true` runs with harness.startup_probe installed (probe_site first on its PYTHONPATH),
+which writes `logs/<log name>-probe-<pid>.json` from its engine process.
 Every action checks the spec's deadline first, so the run ends (and writes its results) within it.
 """
 
@@ -32,6 +35,7 @@ from .load import ClientSpec, run_phase
 from .model_dirs import write_model_dir
 from .servers import Running, ServerSpec, start, stop, stop_all, wait_ready
 
+PROBE_SITE = Path(__file__).resolve().parent / "probe_site"  # its sitecustomize installs startup_probe
 STOP_RESERVE_S = 45.0  # kept back from the deadline: stopping servers and packing the results
 VERSIONS_OF = (
     "vllm",
@@ -151,29 +155,42 @@ class Run:
             "smi", label=label, used_mib=first["used_mib"], free_mib=first["free_mib"], smi=first, **extra
         )
 
-    def server_spec(self, name: str) -> ServerSpec:
+    def server_spec(self, name: str, log_name: str) -> ServerSpec:
         data = self.spec["servers"][name]
+        env = {str(k): str(v) for k, v in data.get("env", {}).items()}
+        if data.get("probe"):
+            env["COLO_PROBE_OUT"] = str(self.logs.resolve() / f"{log_name}-probe")
+            env["PYTHONPATH"] = os.pathsep.join(
+                p for p in (str(PROBE_SITE), self.env().get("PYTHONPATH", "")) if p
+            )
         return ServerSpec(
             name=name,
             port=int(data["port"]),
             args=tuple(data["args"]),
-            extra_args=tuple(data.get("extra_args", self.spec.get("extra_args", ()))),
-            env={str(k): str(v) for k, v in data.get("env", {}).items()},
+            extra_args=(
+                *self.spec.get("extra_args", ()),
+                *(str(a) for a in data.get("extra_args", ())),
+            ),
+            env=env,
         )
 
     def do_start(self, action: Mapping[str, Any]) -> None:
         name = str(action["start"])
+        log_name = str(action.get("as", name))
         expect = action.get("expect", "ready")
         timeout = min(float(action.get("timeout_s", 600)), self.remaining_s)
         if timeout < float(action.get("min_s", 60)):
             self.record("skip", what=f"start {name}", why=f"deadline: {self.remaining_s:.0f} s left")
             return
-        server = self.server_spec(name)
+        if name in self.running:
+            self.record("skip", what=f"start {log_name}", why=f"{name} is still running")
+            return
+        server = self.server_spec(name, log_name)
         running = start(
             server,
             executable=self.executable,
             workdir=self.workdir,
-            log_path=self.logs / f"{name}.log",
+            log_path=self.logs / f"{log_name}.log",
             env=self.env(),
         )
         self.running[name] = running
@@ -181,6 +198,7 @@ class Run:
         self.record(
             "start",
             server=name,
+            log=log_name,
             pid=running.process.pid,
             expect=expect,
             outcome=outcome,
@@ -191,10 +209,10 @@ class Run:
         if outcome == "ready":
             metrics = fetch_metrics(server.port)
             if metrics is not None:
-                (self.logs / f"{name}.metrics").write_text(metrics)
+                (self.logs / f"{log_name}.metrics").write_text(metrics)
         else:
             stop(self.running.pop(name))
-        self.smi(f"after-start-{name}")
+        self.smi(f"after-start-{log_name}")
         if outcome != "ready" and expect == "ready":
             raise StartFailed(f"{name} did not start ({outcome}); the actions after it need it")
 

@@ -54,6 +54,17 @@ class VisionGeometry:
     deepstack_layers: int = 0  # deepstack_visual_indexes: extra encoder outputs handed to the decoder
     modalities: tuple[str, ...] = ("image",)
     max_pixels: int | None = None  # preprocessor_config.json's largest image; None: the processor's default
+    # The tower itself, for the profile's transient peak (colo.vllm.process.mm_profile); 0: not stated
+    hidden_size: int = 0
+    intermediate_size: int = 0
+    num_heads: int = 0
+    image_size: int = 0  # a fixed-resolution tower's input edge (SigLIP: 896)
+    tokens_per_image: int = (
+        0  # embeddings a fixed-resolution tower hands the decoder per image (Gemma 3: 256)
+    )
+    video_max_pixels: int | None = (
+        None  # video_preprocessor_config.json's size.longest_edge (frames x pixels)
+    )
 
 
 @dataclass(frozen=True)

@@ -390,6 +390,23 @@ def image_max_pixels(side_files: Mapping[str, Mapping[str, Any]] | None) -> int 
     return int(value) if isinstance(value, int) and value > 0 else None
 
 
+def video_max_pixels(side_files: Mapping[str, Mapping[str, Any]] | None) -> int | None:
+    """video_preprocessor_config.json's size.longest_edge: the pixels of all a video's frames (the Qwen3-VL
+    video processor's unit; vLLM halves it per frame pair, `qwen3_vl.py::get_max_video_tokens`)."""
+    found = (side_files or {}).get("video_preprocessor_config.json")
+    size = found.get("size") if isinstance(found, Mapping) else None
+    value = size.get("longest_edge") if isinstance(size, Mapping) else None
+    return int(value) if isinstance(value, int) and value > 0 else None
+
+
+def _int(mapping: Mapping[str, Any], *keys: str) -> int:
+    for key in keys:
+        value = mapping.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return 0
+
+
 def vision_geometry(
     config: HfConfig, text_hidden: int, side_files: Mapping[str, Mapping[str, Any]] | None = None
 ) -> VisionGeometry | None:
@@ -399,10 +416,18 @@ def vision_geometry(
         return None
     temporal = int(vision.get("temporal_patch_size") or 1)
     return VisionGeometry(
+        hidden_size=_int(vision, "hidden_size", "embed_dim"),
+        intermediate_size=_int(vision, "intermediate_size"),
+        num_heads=_int(vision, "num_heads", "num_attention_heads"),
+        image_size=_int(vision, "image_size"),
+        tokens_per_image=_int(config.top, "mm_tokens_per_image"),
+        video_max_pixels=video_max_pixels(side_files),
         patch_size=int(vision.get("patch_size") or 14),
         temporal_patch_size=temporal,
         spatial_merge_size=int(vision.get("spatial_merge_size") or 1),
-        in_channels=int(vision.get("in_channels") or vision.get("num_channels") or 3),
+        in_channels=int(
+            vision.get("in_channels") or vision.get("num_channels") or vision.get("in_chans") or 3
+        ),
         out_hidden_size=int(vision.get("out_hidden_size") or text_hidden),
         deepstack_layers=len(vision.get("deepstack_visual_indexes") or ()),
         modalities=("image", "video") if temporal > 1 else ("image",),

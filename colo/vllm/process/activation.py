@@ -127,10 +127,14 @@ class ActivationPeak:
     sampler_bytes: int
     persistent_bytes: int = 0  # allocated during the profile and never freed (the Triton buffer)
     mm_kept_bytes: int = 0  # the encoder profile's image and outputs, alive through forward and sampler
+    mm_encoder_bytes: int = (
+        0  # the encoder's own forward peak, which comes first (colo.vllm.process.mm_profile)
+    )
 
     @property
     def peak_bytes(self) -> int:
-        return self.persistent_bytes + self.mm_kept_bytes + max(self.forward_bytes, self.sampler_bytes)
+        text = self.persistent_bytes + self.mm_kept_bytes + max(self.forward_bytes, self.sampler_bytes)
+        return max(self.mm_encoder_bytes, text)
 
 
 def _mlp_live_elements(arch: ModelArchitecture, tokens: int, tp: int) -> int:
@@ -167,6 +171,7 @@ def activation_peak(
     tensor_parallel_size: int = 1,
     mm_kept_bytes: int = 0,
     stage: Stage | None = None,
+    mm_encoder_bytes: int = 0,
 ) -> ActivationPeak:
     """The profile's peak on one rank of `stage` (None: the whole model). Only the last stage samples (or
     pools); every other stage keeps the buffers it receives the previous stage's hidden states and residual in,
@@ -182,15 +187,19 @@ def activation_peak(
     received = 0 if stage is None or stage.first else 2 * tokens * arch.hidden_size * element
     rows = min(max_num_seqs, tokens)
     if stage is not None and not stage.last:
-        return ActivationPeak(forward, 0, received, mm_kept_bytes)
+        return ActivationPeak(forward, 0, received, mm_kept_bytes, mm_encoder_bytes)
     if pooling or arch.encoder_only:
         pooled = rows * arch.hidden_size * 4 + tokens * arch.hidden_size * element
-        return ActivationPeak(forward, pooled, received, mm_kept_bytes)
+        return ActivationPeak(forward, pooled, received, mm_kept_bytes, mm_encoder_bytes)
     hidden = tokens * arch.hidden_size * element if sampler.hidden_states_held else 0
     logits = rows * arch.vocab_size * sampler.bytes_per_logit
     persistent = sampler.buffer_rows * arch.vocab_size * 4 + received
     return ActivationPeak(
-        forward, logits + hidden + rows * arch.hidden_size * element, persistent, mm_kept_bytes
+        forward,
+        logits + hidden + rows * arch.hidden_size * element,
+        persistent,
+        mm_kept_bytes,
+        mm_encoder_bytes,
     )
 
 

@@ -16,8 +16,11 @@ def _constants_with(
 ) -> tuple[MeasuredConstants, list[tuple[str, int, int]]]:
     consts = spec.constants or measured_constants()
     changed: list[tuple[str, int, int]] = []
-    updates: dict[str, int] = {}
+    updates: dict[str, object] = {}
     if entry.non_torch_growth_mib is not None:
+        # the observed figure replaces the measured one of the build's PyTorch too (non_torch.non_torch_growth
+        # falls back to the keys below when no measurement covers the build)
+        updates["non_torch_startup_mib_by_torch"] = {}
         key = (
             "non_torch_growth_mib_cublas_in_baseline"
             if spec.rules.cublas_in_baseline

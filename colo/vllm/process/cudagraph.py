@@ -83,6 +83,9 @@ class GraphPlan:
     retained_bytes: int = (
         0  # what the profile left held: its stream's cuBLAS workspace, its graphs' driver memory
     )
+    # of retained_bytes, the driver memory of the graphs the profile captured (and destroyed): non-torch
+    # growth where the release profiles inside memory_profiling's window (colo.vllm.process.non_torch)
+    profile_executable_bytes: int = 0
 
     @property
     def resident_bytes(self) -> int:
@@ -252,8 +255,7 @@ def graph_memory(
     captured = p.workspace + p.pool + p.full_pool
     captured += (p.piecewise - sampled_pw) * p.per_piecewise + (p.full - sampled_full) * p.per_full
     # the profile's stream keeps its workspace, and the driver keeps its destroyed graphs' memory
-    retained = (
-        p.workspace + sampled_pw * p.per_piecewise + sampled_full * p.per_full if setting.profiled else 0
-    )
+    sampled = sampled_pw * p.per_piecewise + sampled_full * p.per_full
+    retained = p.workspace + sampled if setting.profiled else 0
     executables = p.piecewise * (arch.num_layers + 1) + p.full
-    return GraphPlan(p.piecewise, p.full, max(sizes), captured, estimate, executables, retained)
+    return GraphPlan(p.piecewise, p.full, max(sizes), captured, estimate, executables, retained, sampled)

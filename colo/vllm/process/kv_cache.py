@@ -124,6 +124,19 @@ def _gdn_state_bytes(arch: ModelArchitecture, num_speculative_tokens: int, tp: i
     return conv + ssm
 
 
+def mamba_state_blocks(rules: VllmRules | None, prefix_caching: bool | None = None) -> str:
+    """Blocks one request holds per recurrent-state group (`MambaSpec.max_memory_usage_bytes`): the release's
+    default, or what `--enable-prefix-caching` / `--no-enable-prefix-caching` make of it where the release
+    has mamba cache modes. With prefix caching a Gated DeltaNet model (no mamba prefix caching of its own)
+    runs mode "align", two pages plus one per speculative token; without it mode "none", one page plus one
+    per speculative token (`vllm 0.22.0 model_executor/models/config.py::MambaModelConfig.
+    verify_and_update_config`, `v1/kv_cache_interface.py::MambaSpec.max_memory_usage_bytes`)."""
+    default = rules.mamba_blocks_per_request if rules else "one_plus_spec"
+    if prefix_caching is None or rules is None or not rules.mamba_align_on_prefix_caching:
+        return default
+    return "two_plus_spec" if prefix_caching else "one_plus_spec"
+
+
 def hybrid_group_size(sizes: list[int], ratio: float) -> int:
     """`_get_kv_cache_groups_uniform_page_size`: the fewest layers of a kind, or the most when that is less
     than `ratio` times the fewest (0.12+: 1.25, 0.18+: 1.5; 0 = always the fewest, <= 0.11)."""
@@ -188,9 +201,11 @@ def kv_geometry(
     tensor_parallel_size: int = 1,
     rules: VllmRules | None = None,
     stage: Stage | None = None,
+    prefix_caching: bool | None = None,
 ) -> KvGeometry | None:
     """The layer buckets of one model on one tensor-parallel rank of `stage` (None: every layer); None for
-    models without a KV cache (encoder-only). Without `rules`, the newest releases' grouping applies."""
+    models without a KV cache (encoder-only). Without `rules`, the newest releases' grouping applies.
+    `prefix_caching`: what the server sets (None: the release's default), for recurrent-state pages."""
     if arch.encoder_only:
         return None
     if stage is not None and stage.size > 1:
@@ -201,9 +216,10 @@ def kv_geometry(
             rules,
             num_speculative_tokens=num_speculative_tokens,
             tensor_parallel_size=tensor_parallel_size,
+            prefix_caching=prefix_caching,
         )
     tp = tensor_parallel_size
-    state_blocks = rules.mamba_blocks_per_request if rules else "one_plus_spec"
+    state_blocks = mamba_state_blocks(rules, prefix_caching)
     base = rules.default_block_size if rules else DEFAULT_BLOCK_SIZE
     s = kv_dtype_bytes(arch, kv_cache_dtype)
     if arch.mla is not None:  # one latent "head", stored whole on every rank
@@ -270,6 +286,7 @@ def _stage_geometry(
     *,
     num_speculative_tokens: int,
     tensor_parallel_size: int,
+    prefix_caching: bool | None = None,
 ) -> KvGeometry | None:
     """One pipeline stage's KV geometry. Up to 0.10.2 each stage forms groups of its own layers
     (`get_kv_cache_config` per worker); from 0.11 the groups are the whole model's, projected on the stage: the
@@ -282,6 +299,7 @@ def _stage_geometry(
             num_speculative_tokens=num_speculative_tokens,
             tensor_parallel_size=tensor_parallel_size,
             rules=rules,
+            prefix_caching=prefix_caching,
         )
 
     if rules is not None and rules.pp_kv_groups == "per_stage":

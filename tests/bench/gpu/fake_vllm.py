@@ -145,6 +145,8 @@ def main() -> int:
         state.write_text(os.environ.get("FAKE_VLLM_MIB", "1000"))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     print("\n".join(startup_lines(options)), flush=True)
+    # what the harness's startup probe (probe_site/sitecustomize.py) installed in this process, if anything
+    print(f"fake vllm: probe {'installed' if 'colo_startup_probe' in sys.modules else 'absent'}", flush=True)
     server = ThreadingHTTPServer(("127.0.0.1", int(_arg(options, "--port", "8000") or 8000)), Handler)
     try:
         server.serve_forever()

@@ -72,3 +72,37 @@ def test_a_process_cannot_stand_for_a_server_planned_with_other_arguments(
 def test_a_server_no_plan_has_is_refused(dense_plans: dict[str, Any]) -> None:
     with pytest.raises(SpecError, match="no planned stack"):
         build_spec({"name": "t", "deadline_s": 60, "actions": [{"start": "chat-llm"}]}, dense_plans)
+
+
+@pytest.fixture(scope="module")
+def h100_plans() -> dict[str, Any]:
+    return {stack: plan_json(stack) for stack in ("h100-encoder", "h100-hybrid")}
+
+
+def test_the_h100_run_probes_every_server_and_gives_the_hybrid_its_prefill_kernel_last(
+    h100_plans: dict[str, Any],
+) -> None:
+    run = yaml.safe_load((HERE / "runs" / "h100-issue32.yaml").read_text())
+    spec = build_spec(run, h100_plans)
+    llm = spec["servers"]["hybrid-llm"]
+    assert llm["args"] == _planned_args(h100_plans["h100-hybrid"], "hybrid-llm")  # the plan's, untouched
+    assert llm["extra_args"] == ["--gdn-prefill-backend", "triton"]
+    assert all(server["probe"] for server in spec["servers"].values())
+    assert set(spec["models"]) == {
+        "BAAI/bge-m3",
+        "Qwen/Qwen3-Embedding-0.6B",
+        "Qwen/Qwen3-Reranker-0.6B",
+        "Qwen/Qwen3.6-27B-FP8",
+    }
+    warm = spec["actions"][-1]
+    assert (warm["start"], warm["as"]) == ("hybrid-embedding", "hybrid-embedding-warm")
+
+
+def test_server_options_for_an_unplanned_server_or_an_unknown_key_are_refused(
+    dense_plans: dict[str, Any],
+) -> None:
+    run: dict[str, Any] = {"name": "t", "deadline_s": 60, "actions": []}
+    with pytest.raises(SpecError, match="no planned stack"):
+        build_spec({**run, "server_options": {"chat-llm": {"probe": True}}}, dense_plans)
+    with pytest.raises(SpecError, match="unknown key port"):
+        build_spec({**run, "server_options": {"dense-llm": {"port": 1}}}, dense_plans)

@@ -74,7 +74,7 @@ def gpu(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> Sandbox:
     monkeypatch.setenv("FAKE_VLLM_FREE_FRACTION", "0.95")
     # tokenizer.json comes from the `tokenizers` library on the GPU machine; here a file in its place
     monkeypatch.setattr(
-        "bench.gpu.harness.model_dirs.write_tokenizer_json", lambda path, vocab: path.write_text("{}")
+        "bench.gpu.harness.model_dirs.write_tokenizer_json", lambda path, *_: path.write_text("{}")
     )
     return sandbox
 
@@ -210,3 +210,33 @@ def test_a_server_that_should_start_but_does_not_ends_the_run_without_the_action
     assert [s["server"] for s in _records(results, "start")] == ["big-llm"]
     (abort,) = _records(results, "abort")
     assert "big-llm did not start" in abort["why"]
+
+
+def test_a_probed_server_runs_with_the_startup_probe_and_its_own_extra_arguments_last(
+    gpu: Sandbox, tmp_path: Path
+) -> None:
+    spec = _spec(_free_ports(2), [{"start": "p-llm"}, {"start": "p-embedding"}])
+    spec["servers"]["p-llm"] |= {"probe": True, "extra_args": ["--gdn-prefill-backend", "triton"]}
+    starts = _records(_run(tmp_path, spec), "start")
+    assert starts[0]["command"][-4:] == ["--load-format", "dummy", "--gdn-prefill-backend", "triton"]
+    logs = tmp_path / "out" / "logs"
+    assert "fake vllm: probe installed" in (logs / "p-llm.log").read_text()
+    assert "fake vllm: probe absent" in (logs / "p-embedding.log").read_text()
+
+
+def test_a_server_started_again_under_another_name_keeps_both_logs(gpu: Sandbox, tmp_path: Path) -> None:
+    actions = [
+        {"start": "p-embedding"},
+        {"start": "p-embedding", "as": "p-embedding-again"},  # still running: skipped, said so
+        {"stop": "p-embedding"},
+        {"start": "p-embedding", "as": "p-embedding-warm"},
+    ]
+    results = _run(tmp_path, _spec(_free_ports(2), actions))
+    assert [(s["server"], s["log"]) for s in _records(results, "start")] == [
+        ("p-embedding", "p-embedding"),
+        ("p-embedding", "p-embedding-warm"),
+    ]
+    (skip,) = _records(results, "skip")
+    assert skip["what"] == "start p-embedding-again" and "still running" in skip["why"]
+    logs = tmp_path / "out" / "logs"
+    assert (logs / "p-embedding.log").is_file() and (logs / "p-embedding-warm.log").is_file()

@@ -121,7 +121,7 @@ def two_gpus(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> Sandbox:
     monkeypatch.setenv("FAKE_VLLM_MIB", "3000")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setattr(
-        "bench.gpu.harness.model_dirs.write_tokenizer_json", lambda path, vocab: path.write_text("{}")
+        "bench.gpu.harness.model_dirs.write_tokenizer_json", lambda path, *_: path.write_text("{}")
     )
     return sandbox
 
