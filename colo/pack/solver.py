@@ -143,23 +143,30 @@ class _Model:
             h.addConstr(h.qsum(beside) == replicas)
 
     def _nodes(self, top: int) -> None:
-        h, p = self.h, self.p
-        # the most GPUs the pairs could take, which frees a type not chosen from its GPU count
-        most = sum(max((o.gpus for o in self.options if o.llm == llm), default=1) for llm in range(p.llms))
         for y, n, t in zip(self.y, self.n, self.types, strict=True):
-            taken = h.qsum([o.gpus * x for x, o in zip(self.x, self.options, strict=True) if o.gpu == t.gpu])
-            h.addConstr(t.gpus * n - taken - (p.spare_gpus + most) * y >= -most)
-            h.addConstr(n - top * y <= 0)
+            self._gpus_of(y, n, t)
+            self.h.addConstr(n - top * y <= 0)
             self._pairs_that_outgrow(y, t)
         for gpu in {t.gpu for t in self.types}:
-            pairs = [(x, o) for x, o in zip(self.x, self.options, strict=True) if o.gpu == gpu]
-            nodes = [(n, t) for n, t in zip(self.n, self.types, strict=True) if t.gpu == gpu]
-            cpu = h.qsum([o.cpu_millis * x for x, o in pairs]) - h.qsum([t.cpu_millis * n for n, t in nodes])
-            memory = h.qsum([o.memory_mib * x for x, o in pairs]) - h.qsum(
-                [t.memory_mib * n for n, t in nodes]
-            )
-            h.addConstr(cpu <= 0)
-            h.addConstr(memory <= 0)
+            self._cpu_and_memory_of(gpu)
+
+    def _gpus_of(self, y: highspy.highs_var, n: highspy.highs_var, node: NodeType) -> None:
+        """The chosen type's nodes hold every pair's GPUs and the spare ones; a type not chosen holds none, so
+        its constraint is relaxed by the most GPUs the pairs could take."""
+        h, p = self.h, self.p
+        most = sum(max((o.gpus for o in self.options if o.llm == llm), default=1) for llm in range(p.llms))
+        taken = h.qsum([o.gpus * x for x, o in zip(self.x, self.options, strict=True) if o.gpu == node.gpu])
+        h.addConstr(node.gpus * n - taken - (p.spare_gpus + most) * y >= -most)
+
+    def _cpu_and_memory_of(self, gpu: str) -> None:
+        """The pods' CPU and memory requests fit the nodes of that GPU model."""
+        h = self.h
+        pairs = [(x, o) for x, o in zip(self.x, self.options, strict=True) if o.gpu == gpu]
+        nodes = [(n, t) for n, t in zip(self.n, self.types, strict=True) if t.gpu == gpu]
+        cpu = h.qsum([o.cpu_millis * x for x, o in pairs]) - h.qsum([t.cpu_millis * n for n, t in nodes])
+        memory = h.qsum([o.memory_mib * x for x, o in pairs]) - h.qsum([t.memory_mib * n for n, t in nodes])
+        h.addConstr(cpu <= 0)
+        h.addConstr(memory <= 0)
 
     def _pairs_that_outgrow(self, y: highspy.highs_var, node: NodeType) -> None:
         """A pair whose pod alone asks more GPUs, CPU or memory than one node offers cannot use that type."""

@@ -69,7 +69,10 @@ def _server_checkpoint_bytes(plan: Plan, node: int) -> int:
             continue
         for server in pair.servers:
             budget = server.memory_plan.budget
-            total += budget.spec.arch.checkpoint_bytes or budget.weights_bytes
+            # a tensor-parallel rank holds 1/N of the weights: the files hold them all
+            total += (
+                budget.spec.arch.checkpoint_bytes or budget.weights_bytes * budget.spec.tensor_parallel_size
+            )
     return total
 
 

@@ -56,17 +56,7 @@ def platform_problems(config: StackConfig) -> list[Problem]:
                 f"{cluster.kubernetes_version}. Upgrade the cluster, or use time-slice or uuid-handoff",
             )
         )
-    if method == "time-slice" and (groups := [p.name for p in config.pairs if p.tensor_parallel_size > 1]):
-        problems.append(
-            Problem(
-                "colo:cluster.gpuPairing",
-                f"time-slice cannot place a tensor-parallel LLM (pairs {', '.join(groups)}): the device plugin "
-                f"hands each container slices of whichever GPU it picks, so a pod can neither ask for N distinct "
-                f"GPUs for the ranks nor say which of them a companion shares, and time-slice runs on single-GPU "
-                f"nodes only. Use gpuPairing dra (one claim of N GPUs, each companion on one of them) or "
-                f"uuid-handoff",
-            )
-        )
+    problems += group_pairing_problems(config)
     if method == "time-slice":
         gpus = gpus_per_node(config)
         if gpus is None:
@@ -151,3 +141,19 @@ def uses_native_sidecars(config: StackConfig) -> bool:
     if cluster.native_sidecars is not None:
         return cluster.native_sidecars
     return cluster.minor >= NATIVE_SIDECAR_MIN_MINOR
+
+
+def group_pairing_problems(config: StackConfig) -> list[Problem]:
+    """Time-slicing cannot give a tensor-parallel LLM its GPUs, nor say which of them a companion shares."""
+    groups = [pair.name for pair in config.pairs if pair.tensor_parallel_size > 1]
+    if config.cluster.gpu_pairing != "time-slice" or not groups:
+        return []
+    return [
+        Problem(
+            "colo:cluster.gpuPairing",
+            f"time-slice cannot place a tensor-parallel LLM (pairs {', '.join(groups)}): the device plugin hands "
+            f"each container slices of whichever GPU it picks, so a pod can neither ask for N distinct GPUs for "
+            f"the ranks nor say which of them a companion shares, and time-slice runs on single-GPU nodes only. "
+            f"Use gpuPairing dra (one claim of N GPUs, each companion on one of them) or uuid-handoff",
+        )
+    ]

@@ -101,18 +101,7 @@ def make_plan(
             pairs.append(pair_plan)
             requests = [(s.role, s.cpu, s.memory) for s in pair_plan.servers]
             pods_by_node.setdefault(placement.node, []).append((f"colo:pairs[{index}]", requests))
-    used_nodes = len(pods_by_node)
-    if used_nodes > 1 and config.storage.access_mode == "ReadWriteOnce":
-        problems.append(
-            Problem(
-                "colo:storage.accessMode",
-                f"the pairs run on {used_nodes} nodes, but a ReadWriteOnce volume attaches to one node only; use "
-                f"ReadWriteMany or ReadOnlyMany with a storage class that supports it (EFS, say)",
-            )
-        )
-    if instance is not None:
-        for pods in pods_by_node.values():
-            problems += node_fit_problems(instance, pods)
+    problems += node_problems(config, instance, pods_by_node)
     # A shared GPU offers as many time-slices as the largest pair has servers.
     servers_per_gpu = max((len(pair.servers) for pair in pairs), default=0)
     plugin = device_plugin(config, servers_per_gpu)
@@ -134,6 +123,28 @@ def make_plan(
             *scrape_warnings(config),
         ),
     )
+
+
+def node_problems(
+    config: StackConfig,
+    instance: InstanceType | None,
+    pods_by_node: dict[int, list[tuple[str, Sequence[tuple[str, str, str]]]]],
+) -> list[Problem]:
+    """What the nodes the pairs landed on cannot give them: one volume across nodes, CPU or memory."""
+    problems: list[Problem] = []
+    used_nodes = len(pods_by_node)
+    if used_nodes > 1 and config.storage.access_mode == "ReadWriteOnce":
+        problems.append(
+            Problem(
+                "colo:storage.accessMode",
+                f"the pairs run on {used_nodes} nodes, but a ReadWriteOnce volume attaches to one node only; use "
+                f"ReadWriteMany or ReadOnlyMany with a storage class that supports it (EFS, say)",
+            )
+        )
+    if instance is not None:
+        for pods in pods_by_node.values():
+            problems += node_fit_problems(instance, pods)
+    return problems
 
 
 def group_links(instance: InstanceType | None) -> GroupLinks:

@@ -118,9 +118,8 @@ def _size_ranks(gpu: GpuSpec, llm: ServerRequest, companions: list[list[ServerPl
     binding = min(range(len(free)), key=lambda k: (rooms[k], free[k], k))
     first = size_server(llm, free[binding], slack[binding], last=True)
     ranks = tuple(first if k == binding else _rank_on(first, free[k]) for k in range(len(free)))
-    if (
-        first.budget.global_accounting
-    ):  # the request covers the GPU: what a rank's pool exceeds the smallest by
+    if first.budget.global_accounting:
+        # the request covers the whole GPU: what a rank's pool exceeds the smallest by
         kept = min(r.budget.kv_bytes for r in ranks)
         idle = tuple(r.budget.kv_bytes - kept for r in ranks)
     else:  # the request is the same on every rank: what each GPU could have given beyond the binding one

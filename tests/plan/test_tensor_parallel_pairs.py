@@ -143,3 +143,13 @@ def test_nodes_of_an_unknown_instance_type_have_their_interconnect_assumed_and_s
     values["nodePool"]["instanceType"] = "p9.unknown"
     plan = make_plan(parse_stack_config(values))
     assert any("does not know how many GPUs" in p.message for p in plan.problems)
+
+
+def test_the_llms_startup_budget_reads_the_whole_checkpoint_its_ranks_load_together() -> None:
+    plan = _plan(tp=4)
+    llm = plan.pairs[0].llm
+    budget = llm.memory_plan.budget
+    whole_mib = budget.weights_bytes * 4 / 2**20
+    assert llm.probe.breakdown["read_weights"] == round(
+        whole_mib / plan.config.storage.read_throughput_mib_per_s, 1
+    )
