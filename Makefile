@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 UV_VERSION := $(shell awk '/^name = "uv"$$/ { getline; gsub(/version = |"/, ""); print; exit }' uv.lock)
 UV := $(or $(shell command -v uv 2>/dev/null),.uv/bin/uv)
 
-.PHONY: local test e2e lint bench lock venv uv-version clean
+.PHONY: local test e2e lint bench lock venv uv-version clean release-diff add-release
 
 .uv/bin/uv:
 	$(PYTHON) -m venv .uv
@@ -41,6 +41,23 @@ e2e: venv
 	nice -n 19 bash scripts/build-pulumi-engine.sh
 	nice -n 19 bash scripts/build-pulumi-yaml.sh
 	COLO_E2E=1 $(BIN)/pytest -q -p no:xdist -m "control_plane or engine or pulumi_yaml"
+
+## What changed in the vLLM sources colo cites between the newest mirrored release and NEW (its wheel from PyPI,
+## kept outside the repository): `make release-diff NEW=0.35.0` writes docs/releases/NEW-diff.md, each definition's diff cut at
+## MAX_LINES (40), whole files by their size; run scripts/diff-vllm-release.py itself for the whole output.
+release-diff: venv
+	@test -n "$(NEW)" || { echo "usage: make release-diff NEW=x.y.z" >&2; exit 2; }
+	mkdir -p docs/releases
+	$(BIN)/python scripts/diff-vllm-release.py $(NEW) --max-lines $(or $(MAX_LINES),40) --whole-file-stat --out docs/releases/$(NEW)-diff.md
+
+## Add vLLM release NEW to every table its own sources generate, after reading `make release-diff NEW=...`:
+## its `vllm serve` arguments, its registry and its pipeline-parallel support (docs/keeping-up.md says what is
+## left to review by hand). Sources are kept in ~/.cache/colo, outside the repository.
+add-release: venv
+	@test -n "$(NEW)" || { echo "usage: make add-release NEW=x.y.z" >&2; exit 2; }
+	$(BIN)/python scripts/extract-vllm-serve-cli.py --releases $(NEW)
+	$(BIN)/python scripts/extract-vllm-architectures.py --through $(NEW) --sdist-dir $(HOME)/.cache/colo/vllm-sdists
+	$(BIN)/python scripts/extract-vllm-pp-support.py --through $(NEW) --sdist-dir $(HOME)/.cache/colo/vllm-sdists
 
 ## Upgrade every pinned package to the newest release pyproject.toml allows, and rewrite uv.lock.
 lock: $(UV)

@@ -16,9 +16,11 @@ from pulumi.runtime.config import CONFIG, get_config, get_config_env, is_config_
 from pulumi.runtime.settings import get_monitor
 
 from colo.components import GpuNodePool, GpuNodePoolArgs, ProgramError
+from colo.components.karpenter import KarpenterNodePool, KarpenterNodePoolArgs
 from colo.components.kubernetes import declare_kubernetes
 from colo.config import StackConfig, parse_stack_config
 from colo.config.load import SECRET_KEYS
+from colo.config.schema import KARPENTER_MODES
 from colo.errors import ColoError, InfeasiblePlanError
 from colo.plan.kubernetes_spec import kubernetes_spec
 from colo.plan.node_pool import managed_node_pool
@@ -93,6 +95,12 @@ def run() -> None:
     except ColoError as error:
         raise ProgramError(error) from None
     # AWS side (GPU node pool) first: the Kubernetes side depends on its nodes when colo manages them.
-    node_pool = GpuNodePool(config.cluster.name, GpuNodePoolArgs.of_stack(config)) if managed else None
+    node_pool: pulumi.Resource | None = None
+    if managed:
+        node_pool = GpuNodePool(config.cluster.name, GpuNodePoolArgs.of_stack(config))
+    elif (
+        config.node_pool.mode in KARPENTER_MODES
+    ):  # nodes Karpenter (or EKS Auto Mode) launches for the pairs
+        node_pool = KarpenterNodePool(config.cluster.name, KarpenterNodePoolArgs.of_stack(config))
     declare_kubernetes(config, cluster, secrets=secrets, depends_on=[node_pool] if node_pool else [])
     pulumi.export("plan", plan_view(plan))

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Extract the model architectures each mirrored vLLM release knows, and its refusal wording, into architectures.yaml.
 
-For every vLLM release colo mirrors (the span of colo/vllm/rules.yaml), the release's sdist is downloaded from
+For every vLLM release colo mirrors (the span of colo/vllm/rules.yaml, or up to `--through` while a new
+release is being added, before its rules exist), the release's sdist is downloaded from
 PyPI into a temporary directory (sha256 checked against the index), only the few source files read here are
 unpacked from it, and those files are parsed with `ast`: vLLM is never imported or run. Read per release:
 
@@ -18,6 +19,7 @@ Usage (from the repository root, with the project's virtual environment):
     python scripts/extract-vllm-architectures.py            # rewrite colo/vllm/architectures.yaml
     python scripts/extract-vllm-architectures.py --check    # exit 1 when the committed file differs
     python scripts/extract-vllm-architectures.py --sdist-dir DIR   # reuse (and keep) sdists in DIR
+    python scripts/extract-vllm-architectures.py --through 0.34.0  # read past rules.yaml's newest release
 Nothing downloaded is written inside the repository.
 """
 
@@ -102,14 +104,20 @@ def final_release(text: str) -> bool:
     return all(part.isdigit() or part.startswith("post") for part in text.split("."))
 
 
-def mirrored_span() -> tuple[str, str]:
+def mirrored_span(through: str | None = None) -> tuple[str, str]:
+    """rules.yaml's first and last release; `through` moves the end to a newer release being added."""
     ranges = yaml.safe_load(RULES_FILE.read_text())["releases"]
-    return ranges[0]["first"], ranges[-1]["last"]
+    first, last = str(ranges[0]["first"]), str(ranges[-1]["last"])
+    if through is not None and release_key(through) > release_key(last):
+        last = through
+    return first, last
 
 
-def releases_in_span(files: Iterable[Mapping[str, Any]]) -> tuple[list[Sdist], list[str]]:
+def releases_in_span(
+    files: Iterable[Mapping[str, Any]], through: str | None = None
+) -> tuple[list[Sdist], list[str]]:
     """The span's sdists, oldest first, and the span's releases that publish wheels only."""
-    first, last = mirrored_span()
+    first, last = mirrored_span(through)
     low, high = release_key(first), release_key(last)
     sdists: dict[str, Sdist] = {}
     wheels: set[str] = set()
@@ -667,10 +675,13 @@ def main(argv: list[str] | None = None) -> int:
         "--sdist-dir", type=Path, help="keep and reuse downloaded sdists here (outside the repository)"
     )
     parser.add_argument("--out", type=Path, default=OUT_FILE)
+    parser.add_argument(
+        "--through", metavar="RELEASE", help="read up to this release when it is newer than rules.yaml's last"
+    )
     args = parser.parse_args(argv)
     if args.sdist_dir is not None and REPO_ROOT in args.sdist_dir.resolve().parents:
         parser.error("--sdist-dir must be outside the repository")
-    sdists, wheel_only = releases_in_span(pypi_files())
+    sdists, wheel_only = releases_in_span(pypi_files(), args.through)
     with tempfile.TemporaryDirectory() as temporary:
         scratch = Path(temporary)
         download_dir = args.sdist_dir or scratch / "sdists"

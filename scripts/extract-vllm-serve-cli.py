@@ -17,9 +17,12 @@ FlexibleArgumentParser.parse_args a fixed set of probes to learn how it rewrites
 sees them (underscores, dotted JSON keys, `-O`), and records what the release's parser says for every line of
 tests/vllm/serve_cli_corpus.yaml, which the test suite holds colo's checker to.
 
-Usage: scripts/extract-vllm-serve-cli.py [--releases 0.8.0,0.19.0] [--cache DIR]
-Writes colo/vllm/serve_cli.yaml (ranges of releases whose table is the same) and
-tests/vllm/serve_cli_oracle.json (each release's verdict on the corpus).
+Usage: scripts/extract-vllm-serve-cli.py [--cache DIR]
+Reads every release of RELEASES and writes colo/vllm/serve_cli.yaml (ranges of releases whose table is the
+same) and tests/vllm/serve_cli_oracle.json (each release's verdict on the corpus).
+       scripts/extract-vllm-serve-cli.py --releases 0.34.0
+Reads only the releases named, each newer than the newest one the committed table holds, and appends them to
+the committed table and oracle (the older ranges are read back from the files, not re-extracted).
        scripts/extract-vllm-serve-cli.py --releases 0.8.5 --verify-with VENV/bin/python
 Checks the stand-ins against a real import: VENV holds `vllm==0.8.5` installed with its dependencies (torch
 included). Both readings run on vLLM's CPU platform (a real CUDA platform needs a GPU driver at import); the
@@ -58,7 +61,7 @@ CORPUS = REPO / "tests" / "vllm" / "serve_cli_corpus.yaml"
 ORACLE = REPO / "tests" / "vllm" / "serve_cli_oracle.json"
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "colo" / "vllm-sources"
 
-# Every final release on PyPI from 0.8.0 to 0.33.0 (`pip index versions vllm`), oldest first.
+# Every final release on PyPI from 0.8.0 to 0.34.0 (`pip index versions vllm`), oldest first.
 RELEASES = [
     "0.8.0",
     "0.8.1",
@@ -110,6 +113,7 @@ RELEASES = [
     "0.31.0",
     "0.32.0",
     "0.33.0",
+    "0.34.0",
 ]
 
 # What colo passes before any extraArgs (colo/plan/vllm_args.py::vllm_arguments, a generate server).
@@ -964,25 +968,68 @@ def _delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     return delta
 
 
-def write_table(results: dict[str, dict[str, Any]]) -> None:
+def ranges_of(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Consecutive releases (oldest first) whose tables are the same, as ranges: first, last, table, source."""
+    ranges: list[dict[str, Any]] = []
+    for release, result in results.items():
+        if ranges and ranges[-1]["table"] == result["table"]:
+            ranges[-1]["last"] = release
+            continue
+        ranges.append(
+            {"first": release, "last": release, "table": result["table"], "source": result["source"]}
+        )
+    return ranges
+
+
+PARSER_KEYS = ("prog", "allow_abbrev", "positionals", "top", "rewriting", "task_hint", "omni_exit")
+
+
+def _applied(table: dict[str, Any], part: dict[str, Any] | None) -> dict[str, Any]:
+    """A range's changes applied to the table before it, as colo/vllm/serve_cli.py::_apply reads them."""
+    if not part:
+        return table
+    removed = set(part.get("removed", ()))
+    changed = part.get("changed", {})
+    entries = [(k, dict(changed.get(k, v))) for k, v in table.items() if k not in removed]
+    for name, entry in part.get("added", {}).items():
+        entry = dict(entry)
+        after = entry.pop("after", None)
+        position = 0 if after is None else [k for k, _ in entries].index(after) + 1
+        entries.insert(position, (name, entry))
+    return dict(entries)
+
+
+def read_table(text: str) -> list[dict[str, Any]]:
+    """The ranges a written serve_cli.yaml holds, each with its whole table again (the inverse of render_table)."""
     import yaml
 
     ranges: list[dict[str, Any]] = []
-    for release, result in results.items():
-        table = result["table"]
-        if ranges and ranges[-1]["_table"] == table:
-            ranges[-1]["last"] = release
-            continue
-        ranges.append({"first": release, "last": release, "_table": table, "source": result["source"]})
+    parser: dict[str, Any] = {}
+    types: dict[str, Any] = {}
+    options: dict[str, Any] = {}
+    for index, entry in enumerate(yaml.safe_load(text)["releases"]):
+        parser = {**parser, **entry.get("parser", {})}
+        if index == 0:
+            types = {k: dict(v) for k, v in entry["types"].items()}
+            options = {k: dict(v) for k, v in entry["options"].items()}
+        else:
+            types = _applied(types, entry.get("types"))
+            options = _applied(options, entry.get("options"))
+        table = {k: parser[k] for k in PARSER_KEYS} | {"types": types, "options": options}
+        ranges.append({"first": str(entry["first"]), "last": str(entry["last"]), "table": table,
+                       "source": entry["source"]})  # fmt: skip
+    return ranges
+
+
+def render_table(ranges: list[dict[str, Any]]) -> str:
+    import yaml
+
     out: list[dict[str, Any]] = []
     previous: dict[str, Any] | None = None
     for entry in ranges:
-        table = entry.pop("_table")
+        table = entry["table"]
         item: dict[str, Any] = {"first": entry["first"], "last": entry["last"], "source": entry["source"]}
-        parser = {
-            k: table[k]
-            for k in ("prog", "allow_abbrev", "positionals", "top", "rewriting", "task_hint", "omni_exit")
-        }
+        parser = {k: table[k] for k in PARSER_KEYS}
         if previous is None:
             item["parser"] = parser
             item["types"] = {k: _Flow(v) for k, v in table["types"].items()}
@@ -1008,22 +1055,67 @@ def write_table(results: dict[str, dict[str, Any]]) -> None:
         "# `parser.rewriting` how FlexibleArgumentParser.parse_args rewrites arguments before argparse reads them.\n"
     )
     body = yaml.dump({"releases": out}, Dumper=dumper, sort_keys=False, width=10**6, allow_unicode=True)
-    TABLE.parent.mkdir(parents=True, exist_ok=True)
-    TABLE.write_text(header + body)
+    return header + body
 
 
-def write_oracle(results: dict[str, dict[str, Any]]) -> None:
-    """Each corpus line's outcome, with the releases that give it (consecutive releases grouped)."""
-    oracle: dict[str, list[dict[str, Any]]] = {}
+def oracle_of(
+    results: dict[str, dict[str, Any]],
+    lines: dict[str, list[dict[str, Any]]] | None = None,
+    previous: str | None = None,
+) -> dict[str, Any]:
+    """Each corpus line's outcome, with the releases that give it (consecutive releases grouped). `lines`:
+    an oracle already written, whose newest release is `previous`, that `results` (newer releases) extend."""
+    oracle: dict[str, list[dict[str, Any]]] = {
+        line: [dict(run) for run in runs] for line, runs in (lines or {}).items()
+    }
+    last = previous
     for release, result in results.items():
         for line, outcome in result["oracle"].items():
             runs = oracle.setdefault(line, [])
-            if runs and runs[-1]["outcome"] == outcome:
+            if runs and runs[-1]["outcome"] == outcome and runs[-1]["last"] == last:
                 runs[-1]["last"] = release
             else:
                 runs.append({"first": release, "last": release, "outcome": outcome})
-    payload = {"model": MODEL, "colo_args": COLO_ARGS, "lines": oracle}
-    ORACLE.write_text(json.dumps(payload, indent=1, sort_keys=True) + "\n")
+        last = release
+    return {"model": MODEL, "colo_args": COLO_ARGS, "lines": oracle}
+
+
+def append_releases(results: dict[str, dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The committed table and oracle with `results` (releases newer than the table's newest) appended."""
+    unlisted = [release for release in results if release not in RELEASES]
+    if unlisted:
+        raise SystemExit(
+            f"add {', '.join(unlisted)} to RELEASES in this script first, so that a full run reads it too"
+        )
+    ranges = read_table(TABLE.read_text())
+    newest = ranges[-1]["last"]
+    older = [release for release in results if release_order(release) <= release_order(newest)]
+    if older:
+        raise SystemExit(
+            f"{', '.join(older)} not newer than {newest}, the newest release {TABLE.name} holds: re-reading a "
+            f"release inside the table needs every release (run without --releases)"
+        )
+    committed = json.loads(ORACLE.read_text())
+    if committed["model"] != MODEL or committed["colo_args"] != COLO_ARGS:
+        raise SystemExit(f"{ORACLE.name} was written for other colo arguments: run without --releases")
+    for release, result in results.items():
+        if ranges[-1]["table"] == result["table"]:
+            ranges[-1]["last"] = release
+        else:
+            ranges.append(
+                {"first": release, "last": release, "table": result["table"], "source": result["source"]}
+            )
+    return ranges, oracle_of(results, committed["lines"], newest)
+
+
+def release_order(release: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", release))
+
+
+def write(ranges: list[dict[str, Any]], oracle: dict[str, Any]) -> None:
+    TABLE.parent.mkdir(parents=True, exist_ok=True)
+    TABLE.write_text(render_table(ranges))
+    ORACLE.write_text(json.dumps(oracle, indent=1, sort_keys=True) + "\n")
 
 
 def main(argv: Sequence[str]) -> None:
@@ -1056,8 +1148,11 @@ def main(argv: Sequence[str]) -> None:
             f"could not run on stand-ins and were stood in for: {', '.join(stood_in) or 'none'}",
             file=sys.stderr,
         )
-    write_table(results)
-    write_oracle(results)
+    chosen_releases = list(results)
+    if chosen_releases == RELEASES or not TABLE.exists():
+        write(ranges_of(results), oracle_of(results))
+    else:
+        write(*append_releases(results))
 
 
 if __name__ == "__main__":

@@ -156,7 +156,7 @@ def group_report(
     ranks = rank_figures(log.read_text(errors="replace")) if log.is_file() else {}
     out = []
     for gpu in pair["group"]["gpus"]:
-        node = str(pair["gpus"][int(gpu["gpu"])])
+        node = str(int(gpu["gpu"]))  # the run puts GPU k of the group on the machine's GPU k (make_spec)
         rows = []
         for server in gpu["servers"]:
             process = (

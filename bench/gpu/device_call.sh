@@ -2,7 +2,10 @@
 # One call on the GPU machine: keep this call's parts of the wheel set, unpack the archives that are complete,
 # and run a spec with the harness. Everything it writes for the caller goes to $OUT (at most 8 files there).
 #
-#   CARRY=.devcarry [ARCHIVES="core moe"] [SPEC=dense.json] [BUDGET_S=570] bench/gpu/device_call.sh
+#   CARRY=.devcarry [ARCHIVES="core moe"] [SPEC=dense.json] [BUDGET_S=570] [MEASURE_MPS=1] bench/gpu/device_call.sh
+#
+# MEASURE_MPS=1 first runs bench/gpu/measure_mps.py (PyTorch alone, no wheel set) from the repository root, its
+# result in $OUT/mps-figures.json; SIGINT at its time limit still lets it stop its workers and MPS daemon.
 #
 # CARRY holds common/ (manifest.json, src/harness as bench/gpu/harness, specs/) and p1/, p2/, ...: the parts,
 # one folder per call, so each call carries only its own. Parts persist in /tmp/colo-parts and the unpacked
@@ -34,6 +37,12 @@ for archive in ${ARCHIVES:-}; do
     echo "$archive: not unpacked"; exit 3
   fi
 done
+
+if [[ -n ${MEASURE_MPS:-} ]]; then
+  echo "== measure_mps"
+  timeout -s INT "${MEASURE_MPS_S:-240}" python3 bench/gpu/measure_mps.py --out "$out/mps-figures.json" \
+    --workdir /tmp/colo-mps-measure || echo "measure_mps exited $?"
+fi
 
 if [[ -n ${SPEC:-} ]]; then
   run_out=/tmp/colo-run-${SPEC%.json}

@@ -11,9 +11,14 @@ stand for servers of other stacks (`same_as`) only where their arguments are ide
 compared against each plan. Models come with their catalog config, from which the runner writes the
 directories vLLM loads.
 
-A pair whose LLM spans GPUs (`tensorParallelSize`) runs on the GPUs its plan placed it on: the LLM sees every
-GPU of its group in the group's order, each companion the one GPU the plan put it on, numbered as nvidia-smi
-numbers them (CUDA_DEVICE_ORDER=PCI_BUS_ID). A spec on more than one GPU must keep NVLink multicast off
+A run with `mps: true` has the runner keep a private CUDA MPS control daemon (bench/gpu/harness/mps.py); its
+`derived` servers are copies of planned ones that differ only in what the pod would add: another `--port` (so
+several copies can run at once), environment (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE), and whether they start as MPS
+clients (`mps_client`). Every other argument stays the plan's.
+
+A pair whose LLM spans GPUs (`tensorParallelSize`) runs on the machine's first GPUs as its plan lays them out: the
+LLM sees every GPU of its group in the group's order, each companion the one GPU of the group the plan put it on,
+numbered as nvidia-smi numbers them (CUDA_DEVICE_ORDER=PCI_BUS_ID); a pair on one GPU runs on GPU 0. A spec on more than one GPU must keep NVLink multicast off
 (MULTICAST_OFF in the run's env), as the GPU machines' notes ask. `--gpu` plans every stack of the run for
 another GPU of colo's catalog (H100-SXM or H200, whichever the machine has) without editing the stack files.
 """
@@ -111,19 +116,20 @@ def plan_json(stack: str, gpu: str | None = None) -> dict[str, Any]:
     return dict(json.loads(done.stdout))
 
 
-def _devices(pair: Mapping[str, Any]) -> dict[str, list[int]]:
-    """The GPUs each server of a pair runs on, as the node numbers them: the placement's, and for a
-    tensor-parallel pair every GPU of the group for the LLM and the GPU of the group for each companion."""
-    gpus = [int(g) for g in pair.get("gpus") or [pair["gpu"]]]
+def _devices(pair: Mapping[str, Any]) -> dict[str, list[int]] | None:
+    """The GPUs each server of a tensor-parallel pair runs on, numbered from the group's first: every GPU of the
+    group for the LLM, the GPU of the group its plan put each companion on. None for a pair on one GPU, which
+    runs on the harness's GPU 0 whatever GPU its stack placed it on."""
     group = pair.get("group")
     if not group:
-        return {server["name"]: gpus for server in pair["servers"]}
+        return None
     llm = pair["servers"][-1]["name"]
-    devices = {llm: gpus}
+    devices = {llm: list(range(int(group["tensor_parallel_size"])))}
+    companions = {s["name"] for s in pair["servers"][:-1]}
     for gpu in group["gpus"]:
         for server in gpu["servers"]:
-            if server["name"] in {s["name"] for s in pair["servers"][:-1]}:
-                devices[server["name"]] = [gpus[int(gpu["gpu"])]]
+            if server["name"] in companions:
+                devices[server["name"]] = [int(gpu["gpu"])]
     return devices
 
 
@@ -133,7 +139,7 @@ def plan_servers(stack: str, plan: Mapping[str, Any]) -> dict[str, dict[str, Any
         devices = _devices(pair)
         for order, server in enumerate(pair["servers"]):
             args = list(server["vllm_args"])
-            gpus = devices[server["name"]]
+            gpus = devices[server["name"]] if devices else [0]
             servers[server["name"]] = {
                 "stack": stack,
                 "pair": pair["name"],
@@ -144,11 +150,12 @@ def plan_servers(stack: str, plan: Mapping[str, Any]) -> dict[str, dict[str, Any
                 "port": int(server["port"]),
                 "args": args,
                 "gpus": gpus,
-                "env": {
+            }
+            if devices:
+                servers[server["name"]]["env"] = {
                     "CUDA_VISIBLE_DEVICES": ",".join(map(str, gpus)),
                     "CUDA_DEVICE_ORDER": "PCI_BUS_ID",  # indices as nvidia-smi gives them
-                },
-            }
+                }
     return servers
 
 
@@ -178,11 +185,48 @@ def _with_options(servers: dict[str, dict[str, Any]], options: Mapping[str, Any]
             server["env"] = {**server.get("env", {}), **chosen["env"]}
 
 
+def _with_port(args: list[str], port: int) -> list[str]:
+    changed = list(args)
+    changed[changed.index("--port") + 1] = str(port)
+    return changed
+
+
+def derived_servers(
+    run: Mapping[str, Any], servers: Mapping[str, dict[str, Any]]
+) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
+    """The run's copies of planned servers, and whom each stands for: the planned servers (with the same arguments)
+    whose plans its log is verified against, as listed; a copy that lists none is measured, not verified."""
+    derived: dict[str, dict[str, Any]] = {}
+    stands: dict[str, list[str]] = {}
+    for entry in run.get("derived", []):
+        name, origin = entry["name"], entry["from"]
+        if name in servers or name in derived:
+            raise SpecError(f"derived server {name} is named like another server")
+        if origin not in servers:
+            raise SpecError(f"derived server {name} comes from {origin}, which no planned stack has")
+        for other in entry.get("stands_for", []):
+            if other not in servers or servers[other]["args"] != servers[origin]["args"]:
+                raise SpecError(f"{name} cannot stand for {other}: their planned arguments differ")
+        server = {**servers[origin], "args": list(servers[origin]["args"])}  # a copy of its own
+        if "port" in entry:
+            server["port"] = int(entry["port"])
+            server["args"] = _with_port(server["args"], server["port"])
+        # the GPUs of the planned server it copies, and what the run adds
+        server["env"] = {**server.get("env", {}), **{str(k): str(v) for k, v in entry.get("env", {}).items()}}
+        server["mps_client"] = bool(entry.get("mps_client", False))
+        server["derived_from"] = origin
+        derived[name] = server
+        stands[name] = list(entry.get("stands_for", []))  # compare_run verifies these plans with its log
+    return derived, stands
+
+
 def build_spec(run: Mapping[str, Any], plans: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     servers: dict[str, dict[str, Any]] = {}
     for stack, plan in plans.items():
         servers.update(plan_servers(stack, plan))
     _with_options(servers, run.get("server_options") or {})
+    derived, derived_stands = derived_servers(run, servers)
+    servers.update(derived)
     actions: list[dict[str, Any]] = []
     started: dict[str, list[str]] = {}
     for action in run["actions"]:
@@ -193,7 +237,7 @@ def build_spec(run: Mapping[str, Any], plans: Mapping[str, Mapping[str, Any]]) -
             for other in action.get("same_as", []):
                 if other not in servers or servers[other]["args"] != servers[name]["args"]:
                     raise SpecError(f"{name} cannot stand for {other}: their planned arguments differ")
-            started[name] = [name, *action.get("same_as", [])]
+            started[name] = derived_stands.get(name, [name, *action.get("same_as", [])])
             actions.append({k: v for k, v in action.items() if k != "same_as"})
         elif "load" in action:
             phase = action["load"]
@@ -215,6 +259,7 @@ def build_spec(run: Mapping[str, Any], plans: Mapping[str, Mapping[str, Any]]) -
     return {
         "name": run["name"],
         "deadline_s": run["deadline_s"],
+        "mps": bool(run.get("mps", False)),
         "gpu": gpus[0],
         "gpus": gpus,
         "env": env,

@@ -6,7 +6,7 @@ preflight and the program cannot disagree about what is acceptable.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,18 +127,28 @@ def reported_gpus(ec2: Any, instance_type: str) -> ReportedGpus:
 
 
 def check_instance_gpus(ec2: Any, config: StackConfig, gpu: GpuSpec, gpus_per_node: int) -> list[Check]:
-    itype = config.node_pool.instance_type
-    reported = reported_gpus(ec2, itype)
-    problems = gpu_mismatch_problems(gpu, gpus_per_node, reported)
-    if problems:
-        return [Check(f"{itype} GPUs", False, p.message, f"fix {p.path}") for p in problems]
-    return [
-        Check(
-            f"{itype} GPUs",
-            True,
-            f"{reported.count} x {reported.name} with {reported.memory_mib} MiB each, as the budget assumed",
+    return check_instance_gpus_of(ec2, [config.node_pool.instance_type], gpu, gpus_per_node)
+
+
+def check_instance_gpus_of(
+    ec2: Any, instance_types: Sequence[str], gpu: GpuSpec, gpus_per_node: int
+) -> list[Check]:
+    """EC2's word on each instance type's GPUs against the GPU and count the budget used."""
+    checks: list[Check] = []
+    for itype in instance_types:
+        reported = reported_gpus(ec2, itype)
+        problems = gpu_mismatch_problems(gpu, gpus_per_node, reported)
+        if problems:
+            checks += [Check(f"{itype} GPUs", False, p.message, f"fix {p.path}") for p in problems]
+            continue
+        checks.append(
+            Check(
+                f"{itype} GPUs",
+                True,
+                f"{reported.count} x {reported.name} with {reported.memory_mib} MiB each, as the budget assumed",
+            )
         )
-    ]
+    return checks
 
 
 def s3_uris(config: StackConfig) -> list[tuple[str, str]]:
@@ -227,7 +237,9 @@ def run_checks(
     *,
     region: str | None,
     clients: ClientFactory | None = None,
+    more: Callable[[ClientFactory], list[Check]] | None = None,
 ) -> list[Check]:
+    """`more`: further AWS checks, made with the same clients (e.g. colo.aws.capacity_preflight's)."""
     make = clients or (lambda service: client(service, region))
     checks: list[Check] = []
     try:
@@ -236,6 +248,8 @@ def run_checks(
             ec2 = make("ec2")
             checks.append(check_instance_offered(ec2, config))
             checks += check_instance_gpus(ec2, config, gpu, gpus_per_node)
+        if more is not None:
+            checks += more(make)
         uris = s3_uris(config)
         if uris:
             s3 = make("s3")

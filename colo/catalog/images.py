@@ -53,16 +53,25 @@ class UnknownImage(ImageLookupError):
 class MovingImageTag(ImageLookupError):
     """A tag that names no fixed release (latest, nightly, a major-version tag)."""
 
-    def __init__(self, reference: str, meaning: str, action: Literal["resolve", "refuse"]) -> None:
-        advice = (
-            "pin the release tag it resolves to (or its digest)"
-            if action == "resolve"
-            else "it names no release colo mirrors; pin a release tag"
-        )
+    def __init__(
+        self,
+        reference: str,
+        meaning: str,
+        action: Literal["resolve", "refuse"],
+        today: str | None = None,
+        since: str | None = None,
+    ) -> None:
+        if action == "refuse":
+            advice = "it names no release colo mirrors; pin a release tag"
+        elif today is not None:
+            advice = f"since {since} it is {today}: pin that tag (or its digest)"
+        else:
+            advice = "pin the release tag it resolves to (or its digest)"
         super().__init__(f"image {reference!r} is a moving tag ({meaning}): {advice}")
         self.reference = reference
         self.meaning = meaning
         self.action = action
+        self.today = today  # the pinned reference the tag names today, where the catalog says
 
 
 class ExcludedImage(ImageLookupError):
@@ -168,6 +177,17 @@ class MovingTag(_Strict):
     tag: str
     meaning: str
     action: Literal["resolve", "refuse"]
+    names: str | None = None  # the release the tag names today (a resolvable tag only)
+    since: str | None = None  # the date it has named it since
+    names_source: str | None = None
+
+    @model_validator(mode="after")
+    def _names_with_its_date_and_source(self) -> MovingTag:
+        if self.names is not None and (self.action != "resolve" or not (self.since and self.names_source)):
+            raise ValueError(
+                f"moving tag {self.tag}: `names` needs action resolve, `since` and `names_source`"
+            )
+        return self
 
 
 class Excluded(_Strict):
@@ -279,7 +299,11 @@ def _refuse_unsized(catalog: ImageCatalog, reference: str, repository: str, tag:
             raise ExcludedImage(reference, excluded.reason)
     for moving in catalog.moving_tags:
         if repository in moving.repositories and tag == moving.tag:
-            raise MovingImageTag(reference, moving.meaning, moving.action)
+            today = None
+            if moving.names is not None:
+                pinned = catalog.official.tag.format(release=moving.names)
+                today = f"{repository}:{pinned}"
+            raise MovingImageTag(reference, moving.meaning, moving.action, today, moving.since)
 
 
 def _official_tag(catalog: ImageCatalog, repository: str, tag: str) -> ImageBuild | None:

@@ -24,6 +24,10 @@ COMMANDS = {
         "colo.cli.verify_cmd",
         "hold the plan against what each vLLM server reported at startup (logs, /metrics)",
     ),
+    "load": (
+        "colo.cli.load_cmd",
+        "measure in place what the companions cost the LLM: a bounded load, alone and beside them",
+    ),
     "preflight": (
         "colo.cli.preflight_cmd",
         "check the AWS side (cluster, instance type, S3 models) with boto3",

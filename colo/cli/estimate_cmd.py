@@ -53,6 +53,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(8.0, 8.9, 12.0): required with --gpu-memory-mib for a GPU colo's catalog lacks",
     )
     parser.add_argument("--vllm-version", default=supported_range()[1], help="default: the newest mirrored")
+    parser.add_argument(
+        "--assume-rules-of",
+        metavar="RELEASE",
+        help="at your own risk: size a --vllm-version newer than every mirrored release with the rules of this "
+        "mirrored one; the output says so under rules_assumed",
+    )
     parser.add_argument("--gpu-memory-utilization", type=float, help="a fraction in (0, 1]")
     parser.add_argument("--max-model-len", type=int)
     parser.add_argument("--max-num-seqs", type=int)

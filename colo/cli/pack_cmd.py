@@ -6,14 +6,19 @@ import argparse
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import get_args
+
+from pydantic import ValidationError
 
 from colo.cli.common import ExitCode, add_stack_arguments, load_config, read_stack_file
-from colo.errors import InfeasiblePlanError
+from colo.config.schema import Cluster, NodePool, NodePoolMode
+from colo.errors import ArgumentsError, InfeasiblePlanError, Problem
 from colo.pack.engine import check_stack
 from colo.pack.explain import pack
 from colo.pack.report import pack_view, render_text
 from colo.pack.requirements import PackRequest, load_pack_file, request_from_stack
 from colo.pack.stackfile import ensure_writable, stack_text, write_stack
+from colo.plan.capacity import mode_problems
 from colo.stackfiles import load_stack_file
 
 
@@ -36,6 +41,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--write", type=Path, help="write the best layout as a stack file, e.g. stacks/Pulumi.packed.yaml"
     )
+    parser.add_argument(
+        "--node-pool-mode",
+        choices=get_args(NodePoolMode),
+        help="the written stack's nodePool.mode: karpenter or auto write a stack whose GPU nodes Karpenter or "
+        "EKS Auto Mode launch (docs/capacity.md); default: the stack's or models file's",
+    )
 
 
 def _request(args: argparse.Namespace) -> PackRequest:
@@ -48,7 +59,34 @@ def _request(args: argparse.Namespace) -> PackRequest:
         request = replace(request, region=args.region)
     if args.families:
         request = replace(request, families=tuple(f.strip() for f in args.families.split(",") if f.strip()))
+    if args.node_pool_mode:
+        request = _with_node_pool_mode(request, args.node_pool_mode)
     return request
+
+
+def _with_node_pool_mode(request: PackRequest, mode: str) -> PackRequest:
+    """The request with the written stack's nodePool.mode set, refused now (before the search) where the stack's
+    cluster and pool settings rule that mode out."""
+    flag = "--node-pool-mode"
+    pool_values = {**request.base.get("nodePool", {}), "mode": mode}
+    cluster_values = request.base.get("cluster", {})
+    try:
+        cluster, pool = Cluster.model_validate(cluster_values), NodePool.model_validate(pool_values)
+    except ValidationError as exc:
+        problems = [Problem(flag, f"{mode}: {error['msg']}") for error in exc.errors()]
+        raise ArgumentsError(problems) from None
+    problems = [Problem(flag, f"{mode}: {p.path}: {p.message}") for p in mode_problems(cluster, pool)]
+    if mode != "existing" and "name" not in cluster.model_fields_set:
+        problems.append(
+            Problem(
+                flag,
+                f"{mode} needs the EKS cluster's name: give cluster.name under `stack:` in the models file (or in "
+                "the stack packed)",
+            )
+        )
+    if problems:
+        raise ArgumentsError(problems)
+    return replace(request, base={**request.base, "nodePool": pool_values})
 
 
 def _write(path: Path, text: str, region: str) -> None:

@@ -66,6 +66,26 @@ def _headline(view: dict[str, Any], title: str) -> str:
     )
 
 
+def _capacity_lines(view: dict[str, Any]) -> list[str]:
+    """What Karpenter or EKS Auto Mode will launch for the stack (nodePool.mode karpenter or auto)."""
+    capacity = view["node_pool"].get("capacity")
+    if capacity is None:
+        return []
+    who = "EKS Auto Mode" if capacity["mode"] == "auto" else f"Karpenter {capacity['karpenter']}"
+    ref = capacity["node_class"]
+    lines = [
+        f"{who} launches NodePool {capacity['node_pool']}: one of {', '.join(capacity['instance_types'])} "
+        f"({capacity['gpus_per_node']} x {capacity['gpu']} each), on demand, at most {capacity['max_nodes']} "
+        f"node(s) / {capacity['max_gpus']} GPUs; {ref['kind']} {ref['name']}, "
+        f"{capacity['disk_gib']} GiB for images and weights"
+    ]
+    if capacity["ami_alias"] is not None:
+        lines.append(
+            f"EC2NodeClass {ref['name']}: AMI alias {capacity['ami_alias']}, node role {capacity['node_role']}"
+        )
+    return lines
+
+
 def _pair_lines(pair: dict[str, Any], markdown: bool) -> list[str]:
     """One pair: its verdict, its servers' budgets, the startup checks, notes and `vllm serve` lines."""
     verdict = "fits" if pair["feasible"] else "DOES NOT FIT"
@@ -92,6 +112,8 @@ def _pair_lines(pair: dict[str, Any], markdown: bool) -> list[str]:
     lines.append(f"startup checks in order: {checks}")
     if group:
         lines += _group_lines(group)
+    if pair.get("compute_sharing"):
+        lines += pair["compute_sharing"]["lines"]
     for server in pair["servers"]:
         if (source := server["model_source"])["kind"] == "hub":
             pin = f"revision {source['revision']}" if source["revision"] else "main, unpinned"
@@ -148,7 +170,7 @@ def _findings(heading: str, findings: list[dict[str, str]]) -> list[str]:
 
 def render_text(view: dict[str, Any], markdown: bool) -> str:
     title = "## " if markdown else ""
-    lines = [_headline(view, title)]
+    lines = [_headline(view, title), *_capacity_lines(view)]
     lines += [f"note (GPU): {assumption}" for assumption in view["gpu"]["assumptions"]]
     for pair in view["pairs"]:
         lines += _pair_lines(pair, markdown)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import date
 from pathlib import Path
@@ -28,6 +29,7 @@ from colo.verify.metrics import cache_config_info
 from colo.verify.readings import ServerReading, read_log_dir, read_log_file
 from colo.verify.record import Observed, record
 from colo.verify.report import render_text, verify_view
+from colo.verify.shared_gpu import with_neighbours
 from colo.verify.startup_log import parse_startup_log
 
 NO_STARTUP_LINES = (
@@ -112,13 +114,32 @@ def _check(
     )
     if log.serving_error is not None:
         notes += (f"started, then failed while serving: {log.serving_error.text}",)
+    if log.utilization_cap is not None:
+        cap = log.utilization_cap
+        notes += (
+            f"vLLM warned that gpu_memory_utilization={cap.utilization:g} caps it at {cap.cap_gib:g} GiB, "
+            f"keeping {cap.withheld_gib:g} GiB of free memory out of its KV cache: on a shared GPU that cap is "
+            "what leaves its neighbours their memory",
+        )
+    if log.extensible_disabled is not None:
+        notes += (f"vLLM sized its KV cache from profiling estimates: {log.extensible_disabled}",)
     check = replace(
         base,
-        results=compare(server.memory_plan.budget, log, cache),
+        results=compare(server.memory_plan.budget, log, cache, release=server.vllm_version),
         error=log.error.describe() if log.error else None,
         notes=notes,
     )
     return check, Observed(server, first_in_pod, reading, log)
+
+
+def neighbour_checks(
+    checked: list[tuple[ServerCheck, Observed | None]], pairs: Sequence[PairPlan]
+) -> list[ServerCheck]:
+    """The checks, each with the neighbours started before it on its GPU that hold more than planned while it
+    got less (colo.verify.neighbours)."""
+    gpus = [[(server.name, server.memory_plan.budget) for server in pair.servers] for pair in pairs]
+    logs = {item.server.name: item.log for _, item in checked if item is not None}
+    return with_neighbours([check for check, _ in checked], gpus, logs)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -131,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
         return Verdict.UNREADABLE
     planned = {server.name: (server, index == 0) for _, index, server in _servers(plan)}
     checked = [_check(reading, planned) for reading in readings]
-    checks = [check for check, _ in checked]
+    checks = neighbour_checks(checked, plan.pairs)
     if args.format == "json":
         print(json.dumps(verify_view(stack_file.stack, checks), indent=2))
     else:

@@ -73,9 +73,10 @@ def shared_volumes(
     return volumes
 
 
-def server_mounts(uses_scripts: bool) -> list[k8s.core.v1.VolumeMountArgs]:
+def server_mounts(uses_scripts: bool, *, shm: bool = True) -> list[k8s.core.v1.VolumeMountArgs]:
+    """`shm=False` where the GPU's driver mounts /dev/shm itself (colo.components.mps_daemon)."""
     mounts = [
-        k8s.core.v1.VolumeMountArgs(name=SHM_VOLUME, mount_path="/dev/shm"),
+        *([k8s.core.v1.VolumeMountArgs(name=SHM_VOLUME, mount_path="/dev/shm")] if shm else []),
         k8s.core.v1.VolumeMountArgs(name=CACHE_VOLUME, mount_path=CACHE_DIR),
         k8s.core.v1.VolumeMountArgs(name=TMP_VOLUME, mount_path="/tmp"),
         k8s.core.v1.VolumeMountArgs(name=MODELS_VOLUME, mount_path=MODEL_ROOT, read_only=True),

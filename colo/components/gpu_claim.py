@@ -16,7 +16,7 @@ import pulumi_kubernetes as k8s
 
 DEVICE_CLASS = "gpu.nvidia.com"
 CLAIM_NAME = "gpu"  # the name containers use in resources.claims
-SINGLE_REQUEST = "gpu"  # the one request of a single-GPU pair's claim
+REQUEST_NAME = "gpu"  # the claim's one device request, for a pair on one GPU
 
 
 def group_request(gpu: int) -> str:
@@ -26,7 +26,7 @@ def group_request(gpu: int) -> str:
 
 def claim_requests(gpus: int) -> list[str]:
     """The device requests of a pair's claim, in the group's GPU order."""
-    return [SINGLE_REQUEST] if gpus == 1 else [group_request(k) for k in range(gpus)]
+    return [REQUEST_NAME] if gpus == 1 else [group_request(k) for k in range(gpus)]
 
 
 def template_name_for(gpus: int) -> str:
@@ -40,6 +40,25 @@ class GpuClaimTemplateArgs:
     labels: dict[str, str]
     template_name: str = "single-gpu"  # what each pod's resourceClaimTemplateName names
     gpus: int = 1  # the pair's GPUs: a tensor-parallel LLM's group
+    mps: bool = False  # the driver shares the claimed GPU among the pod's servers by CUDA MPS (one GPU only)
+
+
+def mps_config() -> k8s.resource.v1.DeviceClaimConfigurationArgs:
+    """The driver's MPS sharing for the claim's GPU (kubernetes-sigs/dra-driver-nvidia-gpu
+    api/nvidia.com/resource/v1beta1: GpuConfig, GpuSharing strategy MPS; needs its MPSSupport feature gate). No
+    default limits: every client may use all threads and memory unless its own CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
+    lowers its share, and memory is colo's budget's to divide."""
+    return k8s.resource.v1.DeviceClaimConfigurationArgs(
+        requests=[REQUEST_NAME],
+        opaque=k8s.resource.v1.OpaqueDeviceConfigurationArgs(
+            driver=DEVICE_CLASS,
+            parameters={
+                "apiVersion": "resource.nvidia.com/v1beta1",
+                "kind": "GpuConfig",
+                "sharing": {"strategy": "MPS"},
+            },
+        ),
+    )
 
 
 class GpuClaimTemplate(pulumi.ComponentResource):
@@ -65,7 +84,8 @@ class GpuClaimTemplate(pulumi.ComponentResource):
                                 ),
                             )
                             for request in claim_requests(args.gpus)
-                        ]
+                        ],
+                        config=[mps_config()] if args.mps else None,
                     )
                 )
             ),

@@ -39,6 +39,7 @@ class ServerGpu:
     env: list[k8s.core.v1.EnvVarArgs] = field(default_factory=list)
     mounts: list[k8s.core.v1.VolumeMountArgs] = field(default_factory=list)
     command_prefix: list[str] = field(default_factory=list)
+    shm_from_gpu: bool = False  # the GPU's driver mounts /dev/shm (DRA with MPS): colo mounts none of its own
 
     @property
     def uses_scripts(self) -> bool:
@@ -52,6 +53,9 @@ class PodGpu:
     volumes: list[k8s.core.v1.VolumeArgs] = field(default_factory=list)
     resource_claims: list[k8s.core.v1.PodResourceClaimArgs] = field(default_factory=list)
     affinity: k8s.core.v1.AffinityArgs | None = None
+    share_process_namespace: bool = (
+        False  # one PID namespace for the pod (an in-pod MPS daemon sees its clients)
+    )
 
     @property
     def uses_scripts(self) -> bool:
@@ -214,7 +218,7 @@ def uuid_handoff(pair: PairPlan, context: PairingContext) -> PodGpu:
         return _uuid_handoff_group(pair)
     holder, *others = pair.servers
     discover = _discover(UUID_INIT_CONTAINER, holder.image, {}, limits={WHOLE_RESOURCE: "1"})
-    consumers = [_consumer(server, "0", 1, see_all=True) for server in others]
+    consumers = [uuid_consumer(server) for server in others]
     return PodGpu(
         servers=[ServerGpu(limits={WHOLE_RESOURCE: "1"}), *consumers],
         init_containers=[discover],
@@ -239,6 +243,11 @@ def _uuid_handoff_group(pair: PairPlan) -> PodGpu:
         init_containers=[discover],
         volumes=[_uuid_volume()],
     )
+
+
+def uuid_consumer(server: Server) -> ServerGpu:
+    """A server that requests no GPU, sees every GPU, and points CUDA at the one the init container recorded."""
+    return _consumer(server, "0", 1, see_all=True)
 
 
 PAIRING: dict[str, Callable[[PairPlan, PairingContext], PodGpu]] = {

@@ -10,10 +10,11 @@ from colo.components.containers import SecretRef
 from colo.components.dcgm_exporter import DcgmExporter, DcgmExporterArgs
 from colo.components.device_plugin import DevicePluginArgs, NvidiaDevicePlugin
 from colo.components.gpu_claim import GpuClaimTemplate, GpuClaimTemplateArgs, template_name_for
-from colo.components.gpu_pairing import PAIRING, PairingContext
+from colo.components.gpu_pairing import PairingContext
 from colo.components.labels import pairs_selector, standard_labels
 from colo.components.model_store import ModelStore, ModelStoreArgs
 from colo.components.monitoring import ServerMonitoring, ServerMonitoringArgs, scrape_annotations
+from colo.components.mps_daemon import pod_gpu
 from colo.components.namespace import Namespace, NamespaceArgs
 from colo.components.network_policy import policy_peer
 from colo.components.pair import ColocatedPair, needs_pod_scripts
@@ -87,7 +88,11 @@ def declare_kubernetes(
             claim_templates[gpus] = GpuClaimTemplate(
                 "gpu-claim" if gpus == 1 else f"gpu-claim-{gpus}",
                 GpuClaimTemplateArgs(
-                    ns, standard_labels(spec, "gpu-claim"), template_name=template_name_for(gpus), gpus=gpus
+                    ns,
+                    standard_labels(spec, "gpu-claim"),
+                    template_name=template_name_for(gpus),
+                    gpus=gpus,
+                    mps=config.cluster.compute_sharing == "mps",
                 ),
                 opts,
             ).template_name
@@ -106,13 +111,14 @@ def declare_kubernetes(
     )
 
     # One scripts ConfigMap for every pair that runs colo's scripts, rather than one each.
-    pairing = PAIRING[spec.gpu_pairing]
-
     def context(gpus: int) -> PairingContext:
         return PairingContext(pairs_selector(spec), claim_templates.get(gpus))
 
     scripts = None
-    if any(needs_pod_scripts(pairing(p, context(p.gpu_count)), spec.native_sidecars) for p in spec.pairs):
+    if any(
+        needs_pod_scripts(pod_gpu(spec.gpu_pairing, pair, context(pair.gpu_count)), spec.native_sidecars)
+        for pair in spec.pairs
+    ):
         scripts = PodScripts("pod-scripts", PodScriptsArgs(ns, standard_labels(spec, "pod-scripts")), opts)
 
     for pair in config.pairs:

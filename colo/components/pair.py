@@ -22,8 +22,9 @@ from colo.components.containers import (
     weight_sync_container,
 )
 from colo.components.gpu_claim import GpuClaimTemplate, GpuClaimTemplateArgs, template_name_for
-from colo.components.gpu_pairing import PAIRING, PairingContext, PodGpu, ServerGpu
+from colo.components.gpu_pairing import PairingContext, PodGpu, ServerGpu
 from colo.components.labels import colo_labels, instance_selector, pair_labels_of, pair_selector_of
+from colo.components.mps_daemon import pod_gpu
 from colo.components.network_policy import ingress_policy, policy_peer
 from colo.components.pair_args import ColocatedPairArgs, plan_colocated_pair
 from colo.components.pair_figures import PairFigures
@@ -31,6 +32,7 @@ from colo.components.pod_scripts import PodScripts, PodScriptsArgs, script_path
 from colo.components.pod_security import container_security_context, pod_security_context
 from colo.components.verify_hook import after_rollout
 from colo.config.schema import GpuPairing, IngressSource, Network
+from colo.plan.capacity import pod_annotations
 from colo.plan.kubernetes_spec import SERVICE_PORT_NAME, allowed_sources, ingress_peer
 from colo.plan.pair import PairPlan
 from colo.plan.server import Server
@@ -95,6 +97,7 @@ class ColocatedPair(pulumi.ComponentResource):
         self._native_sidecars = plan.native_sidecars
         self._node_selector = args.node_selector if args.node_selector is not None else plan.node_selector
         self._tolerations = list(plan.tolerations)
+        self._capacity_annotations = pod_annotations(plan.config)  # Karpenter's do-not-disrupt, where it runs
         self._instance = plan.config.cluster.name
         self._labels = pair_labels_of(self._instance, name)
         self.selector = pair_selector_of(self._instance, name)
@@ -120,11 +123,12 @@ class ColocatedPair(pulumi.ComponentResource):
                     colo_labels(self._instance, "gpu-claim"),
                     template_name=f"{name}-gpu" if gpus == 1 else f"{name}-{template_name_for(gpus)}",
                     gpus=gpus,
+                    mps=self._pair.sharing is not None and self._pair.sharing.route == "dra driver",
                 ),
                 pulumi.ResourceOptions(parent=self),
             ).template_name
         context = PairingContext(instance_selector(self._instance), template)
-        return PAIRING[method](self._pair, context)
+        return pod_gpu(method, self._pair, context)
 
     def _pod_scripts(self, name: str) -> pulumi.Input[str] | None:
         if self._args.scripts_config_map is not None:
@@ -190,7 +194,10 @@ class ColocatedPair(pulumi.ComponentResource):
             readiness_probe=running_probe(server),
             liveness_probe=running_probe(server),
             security_context=container_security_context(),
-            volume_mounts=[*server_mounts(bool(gate) or gpu.uses_scripts), *gpu.mounts],
+            volume_mounts=[
+                *server_mounts(bool(gate) or gpu.uses_scripts, shm=not gpu.shm_from_gpu),
+                *gpu.mounts,
+            ],
             restart_policy="Always" if sidecar else None,
         )
 
@@ -212,6 +219,7 @@ class ColocatedPair(pulumi.ComponentResource):
             volumes=[*volumes, *gpu.volumes],
             resource_claims=gpu.resource_claims or None,
             affinity=gpu.affinity,
+            share_process_namespace=gpu.share_process_namespace or None,
             node_selector=self._node_selector,
             tolerations=tolerations(self._tolerations),
             security_context=pod_security_context(),
@@ -241,7 +249,8 @@ class ColocatedPair(pulumi.ComponentResource):
                 template=k8s.core.v1.PodTemplateSpecArgs(
                     metadata=k8s.meta.v1.ObjectMetaArgs(
                         labels={**self._labels, **self.selector},
-                        annotations=dict(self._args.pod_annotations) if self._args.pod_annotations else None,
+                        annotations={**self._capacity_annotations, **(self._args.pod_annotations or {})}
+                        or None,
                     ),
                     spec=self._pod_spec(),
                 ),

@@ -58,7 +58,7 @@ def verify_pair(
     namespace: str, selector: dict[str, str], pair: PairPlan, kubeconfig: str | None, context: str | None
 ) -> str:
     """The comparison for one pair, as `colo verify` prints it; raises PlanNotConfirmed unless within."""
-    from colo.cli.verify_cmd import _check
+    from colo.cli.verify_cmd import _check, neighbour_checks
     from colo.verify.cluster import ClusterReader, ClusterUnreachable, ServerTarget
     from colo.verify.compare import Verdict, overall
     from colo.verify.report import render_text
@@ -75,7 +75,7 @@ def verify_pair(
     except ClusterUnreachable as unreachable:
         raise PlanNotConfirmed(f"colo verify {pair.name}: nothing could be read: {unreachable}") from None
     planned = {server.name: (server, index == 0) for index, server in enumerate(pair.servers)}
-    checks = [_check(reading, planned)[0] for reading in readings]
+    checks = neighbour_checks([_check(reading, planned) for reading in readings], [pair])
     text = render_text(pulumi.get_stack(), checks, markdown=False)
     if overall(checks) is not Verdict.WITHIN:
         raise PlanNotConfirmed(text)

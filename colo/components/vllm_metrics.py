@@ -1,7 +1,7 @@
 """The metric names the dashboard and alerts query, and the label sets that pick out one stack's servers.
 
 vLLM's names are those of `vllm/v1/metrics/loggers.py::PrometheusStatLogger` in every release colo mirrors
-(0.10.1.1-0.33.0): the KV cache usage gauge (a fraction, 1 = full), running and waiting requests, the
+(0.10.1.1-0.34.0): the KV cache usage gauge (a fraction, 1 = full), running and waiting requests, the
 preemption counter and the TTFT histogram exist throughout. The per-token latency histogram is
 `vllm:time_per_output_token_seconds` up to 0.14 and `vllm:request_time_per_output_token_seconds` from 0.11,
 so queries take either. DCGM's are the exporter's default counters (NVIDIA/dcgm-exporter

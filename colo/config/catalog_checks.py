@@ -40,11 +40,11 @@ def _local_profile_problem(profile: str, model: str, root: Path | None) -> str |
 def _server_problems(path: str, server: ServerSpec, root: Path | None, token: str | None) -> list[Problem]:
     problems = []
     try:
-        rules = rules_for(server.vllm.version)
+        rules = rules_for(server.vllm.rules_version)
     except ValueError as exc:
         problems.append(Problem(f"{path}.vllm.version", str(exc)))
     else:
-        missing = kv_cache_memory_bytes_missing(rules, server.vllm.version)
+        missing = kv_cache_memory_bytes_missing(rules, server.vllm.rules_version)
         if server.kv_cache_memory_bytes is not None and missing:
             problems.append(Problem(f"{path}.kvCacheMemoryBytes", missing))
     if server.profile is not None and not server.profile.startswith("s3://"):

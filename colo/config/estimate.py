@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from colo.catalog.images import ImageLookupError, UnknownImage, find_image
 from colo.config.schema import (
     GpuComputeCapability,
     GpuMemoryMiB,
@@ -32,6 +33,15 @@ from colo.config.schema import (
 )
 from colo.vllm import EstimateRequest
 
+
+def official_torch(vllm_version: str) -> str | None:
+    """The PyTorch of the release's official image, which `colo estimate` sizes by default (None: unknown)."""
+    try:
+        return find_image(f"vllm/vllm-openai:v{vllm_version}").build.torch
+    except (ImageLookupError, UnknownImage):
+        return None
+
+
 Runner = Literal["generate", "pooling"]
 # --pipeline-parallel-size: `colo estimate` only (a stack server runs on one GPU); vLLM's ParallelConfig takes >= 1.
 PipelineParallelSize = Annotated[int, Field(ge=1, le=1024)]
@@ -51,6 +61,7 @@ class EstimateArguments(BaseModel):
     gpu_memory_mib: GpuMemoryMiB | None = None
     gpu_compute_capability: GpuComputeCapability | None = None
     vllm_version: VllmVersion
+    assume_rules_of: VllmVersion | None = None
     gpu_memory_utilization: GpuMemoryUtilization | None = None
     max_model_len: MaxModelLen | None = None
     max_num_seqs: MaxNumSeqs | None = None
@@ -102,6 +113,7 @@ class EstimateArguments(BaseModel):
             model=self.model,
             revision=self.revision,
             vllm_version=self.vllm_version,
+            assume_rules_of=self.assume_rules_of,
             gpu=self.gpu,
             gpu_memory_mib=self.gpu_memory_mib,
             gpu_compute_capability=self.gpu_compute_capability,
@@ -124,6 +136,7 @@ class EstimateArguments(BaseModel):
             skip_mm_profiling=self.skip_mm_profiling,
             trust_remote_code=self.trust_remote_code,
             flashinfer_installed=not self.without_flashinfer,
+            torch_release=official_torch(self.vllm_version),
             peer_to_peer=not self.no_peer_to_peer,
             nvswitch=self.nvswitch,
             dtype=self.dtype,

@@ -112,6 +112,33 @@ def instance_type_name(value: str) -> str | None:
     return None
 
 
+# `sg-` and 8 or 17 hexadecimal digits, as subnet IDs (the same EC2 resource-ID page).
+_SECURITY_GROUP_ID = re.compile(r"sg-([0-9a-f]{8}|[0-9a-f]{17})")
+# IAM role names: 1-64 of letters, digits and +=,.@_- (IAM User Guide, "IAM object quotas": role names).
+_IAM_ROLE_NAME = re.compile(r"[\w+=,.@-]{1,64}", re.ASCII)
+# The version half of a Karpenter AMI alias (`al2023@v20251120`, `bottlerocket@v1.26.2`, `...@latest`):
+# karpenter-provider-aws v1.14.1 EC2NodeClass amiSelectorTerms[].alias, at most 30 characters in all.
+_AMI_ALIAS_VERSION = re.compile(r"latest|v?[0-9]{1,8}(\.[0-9]{1,4}){0,3}")
+
+
+def security_group_id(value: str) -> str | None:
+    if not _SECURITY_GROUP_ID.fullmatch(value):
+        return f"'{shown(value)}' is not an EC2 security group ID (sg- and 8 or 17 hexadecimal digits)"
+    return None
+
+
+def iam_role_name(value: str) -> str | None:
+    if not _IAM_ROLE_NAME.fullmatch(value):
+        return f"'{shown(value)}' is not an IAM role name (1 to 64 letters, digits and +=,.@_-; the name, not the ARN)"
+    return None
+
+
+def ami_alias_version(value: str) -> str | None:
+    if not _AMI_ALIAS_VERSION.fullmatch(value):
+        return f"'{shown(value)}' is not an AMI release for a Karpenter alias; write latest, or one like v20251120"
+    return None
+
+
 # Hugging Face Hub repository ids: `name` or `namespace/name`, letters, digits, '-', '_' and '.', no '--' or
 # '..', not starting or ending with '-' or '.', at most 96 characters (huggingface_hub
 # utils/_validators.py::validate_repo_id).

@@ -28,7 +28,16 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 import colo.config.formats as formats
 from colo.aws.s3_uri import s3_prefix_problem
-from colo.catalog.images import BuildFacts, ImageLookupError, UnknownImage, find_image, official_build
+from colo.catalog.images import (
+    BuildFacts,
+    ImageBuild,
+    ImageLookupError,
+    MovingImageTag,
+    UnknownImage,
+    find_image,
+    official_build,
+    split_reference,
+)
 from colo.config.cli_values import CliText
 from colo.echo import shown
 from colo.roles import START_ORDER, Role
@@ -38,6 +47,7 @@ from colo.vllm import (
     ServeArgsRefusal,
     all_kv_cache_dtypes,
     all_quantization_names,
+    assumption_refusal,
     check_quantization_name,
     dtype_names,
     extra_arg_refusal,
@@ -49,9 +59,14 @@ from colo.vllm import (
 
 NodeImage = Literal["al2023-nvidia", "bottlerocket-nvidia", "gpu-operator-cdi", "generic-nvidia-runtime"]
 GpuPairing = Literal["uuid-handoff", "dra", "time-slice"]
+# How the servers of one GPU share its compute (docs/compute-sharing.md): the driver's default time slices between
+# their CUDA contexts, or CUDA MPS, under which their kernels run at the same time.
+ComputeSharing = Literal["time-slice", "mps"]
+# CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: an MPS client's share of the GPU's threads, in percent.
+MpsThreadPercentage = Annotated[int, Field(ge=1, le=100)]
 SpeculativeMethod = Literal["mtp", "eagle", "eagle3", "ngram"]
 # vLLM's --dtype names in every release colo mirrors (colo/vllm/rules.yaml dtype_names: the same six from 0.8.0 to
-# 0.33.0); a server's pinned release narrows them in ServerSpec._names_of_the_release.
+# 0.33.0, and in 0.34.0 config/model.py::ModelDType); a server's pinned release narrows them in ServerSpec._names_of_the_release.
 ModelDtype = Literal["auto", "half", "float16", "bfloat16", "float", "float32"]
 # vLLM's own names, for every release colo knows (colo/vllm/checkpoint/quant_methods.yaml); a server's pinned release
 # narrows them in ServerSpec._names_of_the_release. The CLI takes its choices from here too.
@@ -121,7 +136,7 @@ MaxNumSeqs = Annotated[int, Field(ge=1, le=65_536)]
 HubRevision = Annotated[str, _checked(formats.hub_revision)]  # a branch, tag or commit the Hub resolves
 MmLimits = dict[str, Annotated[int, Field(ge=0, le=1024)]]  # --limit-mm-per-prompt items by modality
 MaxNumBatchedTokens = Annotated[int, Field(ge=16, le=10_000_000)]
-# vLLM accepts (0, 1]: vllm 0.33.0 config/cache.py::CacheConfig (Field(gt=0, le=1)).
+# vLLM accepts (0, 1]: vllm 0.33.0 config/cache.py::CacheConfig (Field(gt=0, le=1)); 0.34.0 too, unset by default.
 GpuMemoryUtilization = Annotated[float, Field(gt=0.0, le=1.0)]
 KvCacheMemoryBytes = Annotated[int, Field(gt=0, le=2**40)]
 NumSpeculativeTokens = Annotated[int, Field(ge=1, le=16)]
@@ -269,15 +284,32 @@ class VllmImage(_Model):
         "(the budget sizes that path); true where the release samples with FlashInfer by default and the image "
         "carries it; omitted = the release's default",
     )
+    assume_rules_of: VllmVersion | None = Field(
+        default=None,
+        description="At your own risk: plan a vLLM release newer than every release colo mirrors with the "
+        "memory rules, argument tables and image build facts of this mirrored one (the newest, say); the "
+        "plan warns that it does",
+    )
 
     @field_validator("image")
     @classmethod
     def _pinned(cls, value: str | None) -> str | None:
+        """A moving tag is refused in the catalog's words (which name the release `latest` is today)."""
+        if value is not None and "@" not in value and split_reference(value)[1] == "latest":
+            try:
+                find_image(value)
+            except MovingImageTag as moving:
+                raise ValueError(str(moving)) from None
+            except (ImageLookupError, ValueError):
+                pass  # refused below, as any unpinned reference
         return require_pinned(value)
 
     @model_validator(mode="after")
     def _the_image_runs_the_version_and_its_build_is_known(self) -> VllmImage:
-        """The budget mirrors `version` and the build of the image that runs it: neither may be assumed."""
+        """The budget mirrors `version` and the build of the image that runs it: neither may be assumed, unless
+        the stack assumes another release's rules for it (`assumeRulesOf`, with that release's build facts)."""
+        if self.assume_rules_of is not None:
+            return self._image_under_assumed_rules(self.assume_rules_of)
         if self.image is None and official_build(self.version) is None:
             return self._default_image_without_facts()
         try:
@@ -293,6 +325,25 @@ class VllmImage(_Model):
             return self
         except ImageLookupError as exc:
             raise ValueError(str(exc)) from None
+        return self._agrees_with(known)
+
+    def _image_under_assumed_rules(self, assumed: str) -> VllmImage:
+        """A release colo does not mirror yet, planned with `assumed`'s rules: an image the catalog does not know
+        takes the assumed release's build facts where vllm.build leaves them unstated (the plan says so)."""
+        if (refused := assumption_refusal(self.version, assumed)) is not None:
+            raise ValueError(f"assumeRulesOf: {refused}")
+        if self.image is None:
+            return self
+        try:
+            known = find_image(self.resolved_image)
+        except UnknownImage:
+            return self
+        except ImageLookupError as exc:
+            raise ValueError(str(exc)) from None
+        return self._agrees_with(known)
+
+    def _agrees_with(self, known: ImageBuild) -> VllmImage:
+        """The catalog's image runs `version`, and the stack states only the facts the catalog leaves unstated."""
         if known.vllm is not None and not same_release(known.vllm, self.version):
             raise ValueError(
                 f"image {shown(self.resolved_image)} is vLLM {known.vllm}, but vllm.version is {self.version}, "
@@ -339,12 +390,37 @@ class VllmImage(_Model):
         return self.image or f"vllm/vllm-openai:v{self.version}"
 
     @property
+    def rules_version(self) -> str:
+        """The release whose rules and tables size this server: its own, or the one it assumes."""
+        return self.assume_rules_of or self.version
+
+    @property
     def flashinfer_installed(self) -> bool:
-        """Whether the image carries FlashInfer (its dummy sampler's path): the stack's word, else the catalog's."""
+        """Whether the image carries FlashInfer (its dummy sampler's path): the stack's word, else the catalog's
+        (for a server that assumes another release's rules, that release's official image where the catalog
+        does not know its own)."""
         stated = self.build.flashinfer if self.build is not None else None
         if stated is None:
-            stated = find_image(self.resolved_image).build.flashinfer
+            try:
+                stated = find_image(self.resolved_image).build.flashinfer
+            except UnknownImage:
+                assumed = official_build(self.assume_rules_of) if self.assume_rules_of else None
+                if assumed is None:
+                    raise
+                stated = assumed.build.flashinfer
         return bool(stated)
+
+    @property
+    def torch_release(self) -> str | None:
+        """The build's PyTorch (its libraries' non-torch memory is measured per build): the stack's word, else the
+        catalog's; None where neither states it."""
+        stated = self.build.torch if self.build is not None else None
+        if stated is None:
+            try:
+                stated = find_image(self.resolved_image).build.torch
+            except (ImageLookupError, UnknownImage):
+                return None
+        return stated
 
     @property
     def sampler_flashinfer(self) -> bool:
@@ -472,6 +548,11 @@ class ServerSpec(_Model):
         "N-1, the LLM's rank on that GPU); omitted: the companions take the group's GPUs one each, in start "
         "order",
     )
+    mps_active_thread_percentage: MpsThreadPercentage | None = Field(
+        default=None,
+        description="With cluster.computeSharing: mps, a companion's CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: the share of "
+        "the GPU's threads its kernels may occupy; omitted = no cap",
+    )
     vllm: VllmImage = VllmImage()
     extra_args: Annotated[list[ExtraArg], Field(max_length=MAX_EXTRA_ARGS)] = Field(default_factory=list)
     cpu: CliText | None = Field(default=None, description="CPU request; default by role (colo.roles)")
@@ -506,12 +587,12 @@ class ServerSpec(_Model):
         errors = [
             _error(("extraArgs", index), reason, arg)
             for index, arg in enumerate(self.extra_args)
-            if (reason := extra_arg_refusal(arg, self.vllm.version)) is not None
+            if (reason := extra_arg_refusal(arg, self.vllm.rules_version)) is not None
         ]
         if not errors and self.extra_args and (refused := self._vllm_parser_refusal()) is not None:
             where = ("extraArgs",) if refused.index is None else ("extraArgs", refused.index)
             arg = self.extra_args[refused.index] if refused.index is not None else " ".join(self.extra_args)
-            errors.append(_error(where, f"vLLM {self.vllm.version} would not start: {refused}", arg))
+            errors.append(_error(where, f"vLLM {self.vllm.rules_version} would not start: {refused}", arg))
         if errors:
             raise ValidationError.from_exception_data(type(self).__name__, errors)
         return self
@@ -519,7 +600,7 @@ class ServerSpec(_Model):
     def _vllm_parser_refusal(self) -> ServeArgsRefusal | None:
         """What the pinned release's own `vllm serve` parser makes of the extra arguments after the model."""
         try:
-            return serve_args_refusal(self.vllm.version, self.extra_args, [self.model])
+            return serve_args_refusal(self.vllm.rules_version, self.extra_args, [self.model])
         except ValueError:  # a release colo does not mirror: refused at vllm.version
             return None
 
@@ -549,17 +630,16 @@ class ServerSpec(_Model):
     def _names_of_the_release(self) -> ServerSpec:
         """vLLM's argparse accepts only its release's names; whether the name fits the checkpoint is checked
         once its config is read (colo.vllm.checkpoint.quant_methods.resolve_architecture)."""
+        version = self.vllm.rules_version
         if self.quantization is not None:
-            check_quantization_name(self.quantization, self.vllm.version)
-        names = dtype_names(self.vllm.version)
+            check_quantization_name(self.quantization, version)
+        names = dtype_names(version)
         if self.dtype is not None and names is not None and self.dtype not in names:
-            raise ValueError(
-                f"vLLM {self.vllm.version} has no --dtype '{self.dtype}'; it accepts: {', '.join(names)}"
-            )
-        dtypes = quant_release(self.vllm.version).kv_cache_dtypes
+            raise ValueError(f"vLLM {version} has no --dtype '{self.dtype}'; it accepts: {', '.join(names)}")
+        dtypes = quant_release(version).kv_cache_dtypes
         if self.kv_cache_dtype not in dtypes:
             raise ValueError(
-                f"vLLM {self.vllm.version} has no kv-cache dtype '{self.kv_cache_dtype}'; it accepts: "
+                f"vLLM {version} has no kv-cache dtype '{self.kv_cache_dtype}'; it accepts: "
                 f"{', '.join(dtypes)}"
             )
         return self
@@ -677,6 +757,16 @@ class Cluster(_Model):
     native_sidecars: bool | None = Field(
         default=None, description="Restartable init containers; default: on from Kubernetes 1.29"
     )
+    compute_sharing: ComputeSharing = Field(
+        default="time-slice",
+        description="How the servers of a GPU share its compute: time-slice (the driver's default: one context's "
+        "kernels at a time) or mps (CUDA MPS: kernels of every server run at once); docs/compute-sharing.md",
+    )
+    dra_mps_support: bool = Field(
+        default=False,
+        description="gpuPairing dra with computeSharing mps: the cluster's NVIDIA DRA driver runs with its MPSSupport "
+        "feature gate on, as you have checked",
+    )
 
     @field_validator("kubernetes_version", mode="before")
     @classmethod
@@ -722,10 +812,53 @@ class DevicePlugin(_Model):
         description="time-slice with a plugin managed elsewhere: the replicas per GPU it advertises as "
         "nvidia.com/gpu.shared, as you have checked in its config",
     )
+    shares_by: Literal["time-slicing", "mps"] = Field(
+        default="time-slicing",
+        description="How a plugin managed elsewhere shares each GPU among its sharedReplicas: its time-slicing, or "
+        "its own MPS mode (sharing.mps: an equal share of threads and memory per replica)",
+    )
+
+
+NodePoolMode = Literal["managed", "existing", "karpenter", "auto"]
+# The modes whose GPU nodes Karpenter launches from colo's NodePool: self-managed Karpenter, or EKS Auto Mode's.
+KARPENTER_MODES = frozenset({"karpenter", "auto"})
+# Which Karpenter settings each of those modes reads; the others would be silently ignored there.
+_KARPENTER_KEYS = {
+    "karpenter": {"node_role", "ami_version", "security_group_ids"},
+    "auto": {"node_class"},
+}
+
+
+class Karpenter(_Model):
+    """Where nodePool.mode karpenter or auto takes what the plan cannot know: the IAM role, AMI release and
+    security groups of an EC2NodeClass, or the Auto Mode NodeClass to use (docs/capacity.md)."""
+
+    node_role: Annotated[str, _checked(formats.iam_role_name)] | None = Field(
+        default=None,
+        description="karpenter: the nodes' IAM role by name (EC2NodeClass.spec.role); default "
+        "KarpenterNodeRole-<cluster.name>, the name Karpenter's getting-started template gives it",
+    )
+    ami_version: Annotated[str, _checked(formats.ami_alias_version)] = Field(
+        default="latest",
+        description="karpenter: the release of the EKS AMI alias (al2023@<it>, bottlerocket@<it>); latest "
+        "takes each new release, which Karpenter treats as drift",
+    )
+    security_group_ids: Annotated[
+        list[Annotated[str, _checked(formats.security_group_id)]], Field(max_length=16)
+    ] = Field(
+        default_factory=list,
+        description="karpenter: the nodes' security groups; default those tagged karpenter.sh/discovery: "
+        "<cluster.name>",
+    )
+    node_class: DnsSubdomain = Field(
+        default="default",
+        description="auto: the EKS Auto Mode NodeClass the NodePool launches with: the built-in default, or "
+        "one your platform declares (colo declares none)",
+    )
 
 
 class NodePool(_Model):
-    mode: Literal["managed", "existing"] = "existing"
+    mode: NodePoolMode = "existing"
     gpu: str = Field(
         default="L40S",
         min_length=1,
@@ -758,6 +891,9 @@ class NodePool(_Model):
     root_volume_gib: int | None = Field(default=None, ge=50, le=16_384, alias="rootVolumeGiB")
     max_nodes: Annotated[int, Field(ge=1, le=1000)] | None = None
     device_plugin: DevicePlugin = DevicePlugin()
+    karpenter: Karpenter | None = Field(
+        default=None, description="mode karpenter or auto: what the NodePool needs beyond the plan"
+    )
 
     @field_validator("node_selector")
     @classmethod
@@ -784,6 +920,20 @@ class NodePool(_Model):
     def _managed_needs_subnets(self) -> NodePool:
         if self.mode == "managed" and not self.subnet_ids:
             raise ValueError("mode 'managed' needs subnetIds: the subnets the GPU nodes join")
+        return self
+
+    @model_validator(mode="after")
+    def _karpenter_settings_for_their_mode(self) -> NodePool:
+        if self.karpenter is None:
+            return self
+        if self.mode not in KARPENTER_MODES:
+            raise ValueError(
+                f"karpenter is read only with mode karpenter or auto, not {self.mode}; remove it"
+            )
+        ignored = sorted(self.karpenter.model_fields_set - _KARPENTER_KEYS[self.mode])
+        if ignored:
+            keys = ", ".join(f"karpenter.{to_camel(key)}" for key in ignored)
+            raise ValueError(f"{keys}: not read with mode {self.mode}; remove it")
         return self
 
 
@@ -950,14 +1100,18 @@ class StackConfig(_Model):
     @model_validator(mode="after")
     def _managed_pool_names_its_cluster(self) -> StackConfig:
         # The default name would send the node group to whichever EKS cluster happens to be called colo.
-        if self.node_pool.mode == "managed" and "name" not in self.cluster.model_fields_set:
+        mode = self.node_pool.mode
+        if mode in {"managed", *KARPENTER_MODES} and "name" not in self.cluster.model_fields_set:
+            joins = (
+                "the node group joins" if mode == "managed" else "its nodes join (Karpenter finds them by it)"
+            )
             raise ValidationError.from_exception_data(
                 type(self).__name__,
                 [
                     _error(
                         ("cluster", "name"),
-                        "required with nodePool.mode: managed: the name of the EKS cluster the node group "
-                        "joins (pulumi config set --path cluster.name <cluster>)",
+                        f"required with nodePool.mode: {mode}: the name of the EKS cluster {joins} "
+                        "(pulumi config set --path cluster.name <cluster>)",
                     )
                 ],
             )

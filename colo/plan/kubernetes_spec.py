@@ -33,7 +33,7 @@ class SecretEnv:
 
 
 # HF_TOKEN: huggingface_hub reads it for gated models. VLLM_API_KEY: vLLM's API server requires it as a
-# bearer token on /v1 when --api-key is not given, in every release colo mirrors (0.10.1.1 to 0.33.0:
+# bearer token on /v1 when --api-key is not given, in every release colo mirrors (0.10.1.1 to 0.34.0:
 # vllm <version> vllm/entrypoints/openai/api_server.py::build_app, from 0.29
 # vllm/entrypoints/serve/middleware/register.py, "args.api_key or [envs.VLLM_API_KEY]"). /health is not
 # under /v1, so probes and the start gate need no key.

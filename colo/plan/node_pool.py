@@ -6,11 +6,11 @@ The component in colo.components.node_pool only translates this into AWS resourc
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import ceil
 
-from colo.catalog import GIB, GpuSpec
+from colo.catalog import GpuSpec
 from colo.config.schema import StackConfig
 from colo.errors import ConfigError, Problem
+from colo.plan.node_disk import MIN_VOLUME_GIB, disk_need_gib
 from colo.plan.platform import AMI_TYPES
 from colo.plan.scheduling import GPU_TAINT_KEY, node_labels
 from colo.plan.stack import Plan
@@ -21,13 +21,6 @@ IMAGE_VOLUME_DEVICES = {
     "al2023-nvidia": "/dev/xvda",
     "bottlerocket-nvidia": "/dev/xvdb",
 }
-
-# A vLLM image is ~10 GiB compressed; containerd keeps the compressed layers and the unpacked snapshot,
-# and an image update briefly holds two versions.
-IMAGE_ALLOWANCE_GIB = 30
-SYSTEM_ALLOWANCE_GIB = 20  # OS, kubelet, logs, the weight-sync image
-MIN_VOLUME_GIB = 100
-VOLUME_STEP_GIB = 10
 
 
 @dataclass(frozen=True)
@@ -62,38 +55,15 @@ def ami_type(config: StackConfig) -> str:
     return AMI_TYPES[image]
 
 
-def _server_checkpoint_bytes(plan: Plan, node: int) -> int:
-    total = 0
-    for pair in plan.pairs:
-        if pair.placement.node != node:
-            continue
-        for server in pair.servers:
-            budget = server.memory_plan.budget
-            # a tensor-parallel rank holds 1/N of the weights: the files hold them all
-            total += (
-                budget.spec.arch.checkpoint_bytes or budget.weights_bytes * budget.spec.tensor_parallel_size
-            )
-    return total
-
-
-def _images_on(plan: Plan, node: int) -> int:
-    return len({s.image for p in plan.pairs if p.placement.node == node for s in p.servers})
-
-
 def derived_volume_gib(plan: Plan) -> int:
     """Room for the node's images and, where the model volume is node-local, its weights; busiest node."""
-    largest = 0
-    for node in range(plan.node_count):
-        weights_gib = ceil(_server_checkpoint_bytes(plan, node) / GIB)
-        need = _images_on(plan, node) * IMAGE_ALLOWANCE_GIB + weights_gib + SYSTEM_ALLOWANCE_GIB
-        largest = max(largest, need)
-    stepped = ceil(largest / VOLUME_STEP_GIB) * VOLUME_STEP_GIB
-    return max(MIN_VOLUME_GIB, stepped)
+    return max(MIN_VOLUME_GIB, disk_need_gib(plan.pairs))
 
 
 def managed_node_pool(config: StackConfig, plan: Plan) -> NodePoolSpec | None:
-    """The pool colo manages on EKS, or None when the GPU nodes already exist (pods select their labels)."""
-    if config.node_pool.mode == "existing":
+    """The node group colo manages on EKS, or None when the GPU nodes already exist (pods select their labels) or
+    Karpenter launches them (colo.plan.capacity)."""
+    if config.node_pool.mode != "managed":
         return None
     return node_pool_spec(config, plan)
 

@@ -8,14 +8,22 @@ flags) -> probes (startup budgets) -> assemble (the PairPlan, with its weight sy
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from colo.catalog import GpuSpec
 from colo.config.schema import Budget, Pair, ServerSpec, StackConfig, Storage
 from colo.errors import Problem
 from colo.plan.calibration import calibrate
+from colo.plan.compute_sharing import (
+    THREAD_ENV,
+    PairSharing,
+    device_plugin_fit_problems,
+    pair_clients,
+    pair_sharing,
+    thread_percentage,
+)
 from colo.plan.model_volume import weights_dir
 from colo.plan.placement import Placement
 from colo.plan.probes import IMAGE_PULL_S, ProbeBudget, startup_budget
@@ -32,6 +40,7 @@ from colo.vllm import (
     HubError,
     HubModel,
     ModelArchitecture,
+    MpsClient,
     ProcessSpec,
     QuantizationRefused,
     ServerPlan,
@@ -39,6 +48,7 @@ from colo.vllm import (
     ServerSettings,
     VllmRules,
     architecture_from_path,
+    gpu_as_client,
     kv_cache_memory_bytes_missing,
     named_model,
     plan_gpu,
@@ -71,6 +81,7 @@ class PairPlan:
     placement: Placement
     weight_syncs: tuple[WeightSyncStep, ...] = ()  # init containers ahead of every server, in start order
     service_account: str | None = None  # storage.syncServiceAccount, for pods that copy from S3
+    sharing: PairSharing | None = None  # how its servers share the GPU's compute (cluster.computeSharing)
 
     @property
     def llm(self) -> Server:
@@ -138,7 +149,7 @@ def server_architecture(
     except (OSError, ValueError) as exc:
         raise ArchitectureError(f"cannot read the architecture from {profile}: {exc}") from None
     try:
-        return resolve_architecture(arch, server.quantization, vllm_version=server.vllm.version), hub
+        return resolve_architecture(arch, server.quantization, vllm_version=server.vllm.rules_version), hub
     except QuantizationRefused as exc:
         raise ArchitectureError(f"quantization: {exc}") from None
 
@@ -154,11 +165,11 @@ def check_server(
     """Refuse what vLLM would refuse at start: an unmirrored release, a flag it lacks, an unreadable
     architecture, MTP without MTP layers."""
     try:
-        rules = rules_for(server.vllm.version)
+        rules = rules_for(server.vllm.rules_version)
     except ValueError as exc:
         return None, [Problem(f"{path}.vllm.version", str(exc))]
     problems: list[Problem] = []
-    missing = kv_cache_memory_bytes_missing(rules, server.vllm.version)
+    missing = kv_cache_memory_bytes_missing(rules, server.vllm.rules_version)
     if server.kv_cache_memory_bytes is not None and missing:
         problems.append(Problem(f"{path}.kvCacheMemoryBytes", missing))
     try:
@@ -213,7 +224,7 @@ def refusal_problems(checked: list[CheckedServer], gpu_spec: GpuSpec) -> list[Pr
             pooling=ROLES[server.role].pooling,
         )
         settings = ServerSettings(
-            version=spec.vllm.version,
+            version=spec.vllm.rules_version,
             pooling=ROLES[server.role].pooling,
             kv_cache_dtype=spec.kv_cache_dtype,
             speculative_method=spec.speculative.method if spec.speculative else None,
@@ -226,13 +237,13 @@ def refusal_problems(checked: list[CheckedServer], gpu_spec: GpuSpec) -> list[Pr
         )
         for refusal in vllm_refusals(server.rules, arch, gpu_spec, settings):
             problems.append(Problem(f"{server.path}.{refusal.key}", refusal.message))
-        if server.role is Role.RERANKER and (unscored := reranker_refusal(arch, spec.vllm.version)):
+        if server.role is Role.RERANKER and (unscored := reranker_refusal(arch, spec.vllm.rules_version)):
             problems.append(Problem(f"{server.path}.model", unscored))
         try:  # the GPU may lack what the checkpoint's method needs (FP8 below 8.0, say)
             resolve_architecture(
                 server.arch,
                 spec.quantization,
-                vllm_version=spec.vllm.version,
+                vllm_version=spec.vllm.rules_version,
                 capability=gpu_spec.compute_capability,
             )
         except QuantizationRefused as exc:
@@ -251,11 +262,23 @@ def vllm_env(checked: CheckedServer) -> tuple[tuple[str, str], ...]:
     return tuple(env)
 
 
+def mps_env(config: StackConfig, checked: CheckedServer) -> tuple[tuple[str, str], ...]:
+    """A capped MPS client's share of the GPU's threads, which CUDA reads as the process starts."""
+    if config.cluster.compute_sharing != "mps" or checked.spec.mps_active_thread_percentage is None:
+        return ()
+    return ((THREAD_ENV, str(thread_percentage(config, checked.spec))),)
+
+
 def process_spec(
-    checked: CheckedServer, gpu_spec: GpuSpec, budget: Budget, links: GroupLinks = GroupLinks()
+    checked: CheckedServer,
+    gpu_spec: GpuSpec,
+    budget: Budget,
+    mps: MpsClient | None = None,
+    links: GroupLinks = GroupLinks(),
 ) -> ProcessSpec:
     """The engine limits vLLM will run with: the server's own, else the budget's for the small servers,
-    else vLLM's defaults; one rank's, at the server's tensor-parallel size."""
+    else vLLM's defaults; one rank's, at the server's tensor-parallel size. As an MPS client (`mps`) its context
+    is the client's, whatever a calibration says."""
     server, arch = checked.spec, checked.arch
     small = ROLES[checked.role].pooling
     max_len = server.max_model_len or (
@@ -277,7 +300,7 @@ def process_spec(
         ),
         gpu=gpu_spec,
         rules=checked.rules,
-        vllm_version=server.vllm.version,
+        vllm_version=server.vllm.rules_version,
         limits=limits,
         pooling=small,
         kv_cache_dtype=server.kv_cache_dtype,
@@ -292,11 +315,13 @@ def process_spec(
         mm_limits=tuple(sorted((server.limit_mm_per_prompt or {}).items())),
         skip_mm_profiling=server.skip_mm_profiling,
         flashinfer_installed=server.vllm.sampler_flashinfer,
+        torch_release=server.vllm.torch_release,
         tensor_parallel_size=server.tensor_parallel_size,
         nvswitch=links.nvswitch,
         nvlink=links.nvlink,
     )
-    return calibrate(spec, budget.calibration)
+    spec = calibrate(spec, budget.calibration)
+    return spec if mps is None else replace(spec, gpu=gpu_as_client(spec.gpu, mps))
 
 
 def _eager_setting(server: ServerSpec) -> str:
@@ -304,21 +329,35 @@ def _eager_setting(server: ServerSpec) -> str:
 
 
 def _request(
-    server: CheckedServer, gpu_spec: GpuSpec, budget: Budget, links: GroupLinks = GroupLinks()
+    server: CheckedServer,
+    gpu_spec: GpuSpec,
+    budget: Budget,
+    links: GroupLinks = GroupLinks(),
+    mps: MpsClient | None = None,
 ) -> ServerRequest:
     return ServerRequest(
         server.role,
         server.path,
-        process_spec(server, gpu_spec, budget, links),
+        process_spec(server, gpu_spec, budget, mps, links),
         _eager_setting(server.spec),
         budget.embedding_concurrency if ROLES[server.role].pooling else budget.llm_min_concurrency,
         pin_kv=budget.kv_cache_sizing == "pinned",
     )
 
 
-def size_pair(checked: list[CheckedServer], gpu_spec: GpuSpec, budget: Budget) -> GpuPlan:
-    """Every server sized on the pair's GPU in start order; the LLM, last, takes what is left."""
-    requests = [_request(server, gpu_spec, budget) for server in checked]
+def size_pair(
+    checked: list[CheckedServer],
+    gpu_spec: GpuSpec,
+    budget: Budget,
+    mps: Sequence[MpsClient | None] | None = None,
+) -> GpuPlan:
+    """Every server sized on the pair's GPU in start order; the LLM, last, takes what is left. `mps`: each
+    server's MPS client figures, in the same order, under computeSharing mps."""
+    clients = list(mps) if mps is not None else [None] * len(checked)
+    requests = [
+        _request(server, gpu_spec, budget, mps=client)
+        for server, client in zip(checked, clients, strict=True)
+    ]
     return plan_gpu(gpu_spec, requests, budget.safety_margin_mib)
 
 
@@ -398,6 +437,7 @@ def assemble_pair(
     probes: list[ProbeBudget],
     placement: Placement,
     config: StackConfig,
+    sharing: PairSharing | None = None,
 ) -> PairPlan:
     servers = tuple(
         Server(
@@ -413,7 +453,7 @@ def assemble_pair(
             ready.spec.memory or ROLES[ready.role].memory,
             ready.spec.weights_uri,
             memory_plan,
-            vllm_env(ready),
+            vllm_env(ready) + mps_env(config, ready),
             model_source(ready),
             ready.hub is not None and ready.hub.gated,
         )
@@ -423,7 +463,7 @@ def assemble_pair(
     )
     syncs = tuple(step for s in servers if (step := weight_sync_step(pair_name, s, config)) is not None)
     account = config.storage.sync_service_account if syncs else None
-    return PairPlan(pair_name, servers, gpu_plan, placement, syncs, account)
+    return PairPlan(pair_name, servers, gpu_plan, placement, syncs, account, sharing)
 
 
 def plan_pair(
@@ -440,16 +480,21 @@ def plan_pair(
     token = config.hub_token.get_secret_value() if config.hub_token else None
     checked, problems = validate_pair(pair, index, s3_profile, config.project_dir, token)
     problems += refusal_problems(checked, gpu_spec)
+    clients, unmeasured = pair_clients(config, index, pair.servers_in_start_order(), gpu_spec)
+    problems += unmeasured
     if problems:
         return None, problems
     gpu_plan: GpuPlan | GroupPlan = (
         size_group(pair, index, checked, gpu_spec, config.budget, links)
         if pair.tensor_parallel_size > 1
-        else size_pair(checked, gpu_spec, config.budget)
+        else size_pair(checked, gpu_spec, config.budget, clients)
     )
     args = [
         server_args(pair.name, server, plan) for server, plan in zip(checked, gpu_plan.servers, strict=True)
     ]
     probes = startup_probes(checked, gpu_plan, config.storage, native_sidecars)
-    pair_plan = assemble_pair(pair.name, checked, gpu_plan, args, probes, placement, config)
-    return pair_plan, list(gpu_plan.problems)
+    sharing = pair_sharing(config, pair, gpu_spec, clients)
+    pair_plan = assemble_pair(pair.name, checked, gpu_plan, args, probes, placement, config, sharing)
+    # a group under MPS is refused with the platform (colo.plan.platform.group_pairing_problems)
+    fit = device_plugin_fit_problems(config, gpu_plan) if isinstance(gpu_plan, GpuPlan) else []
+    return pair_plan, [*gpu_plan.problems, *fit]

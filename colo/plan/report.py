@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from colo.catalog import MIB
+from colo.plan.capacity import capacity_view
+from colo.plan.compute_sharing import sharing_view
 from colo.plan.pair import PairPlan
 from colo.plan.server import Server
 from colo.plan.stack import Plan
@@ -102,6 +104,7 @@ def pair_view(pair: PairPlan) -> dict[str, Any]:
             for s in pair.servers
         ],
         "servers": [server_view(s) for s in pair.servers],
+        "compute_sharing": sharing_view(pair.sharing) if pair.sharing else None,
     }
 
 
@@ -115,6 +118,7 @@ def plan_view(plan: Plan) -> dict[str, Any]:
             "gpus_per_node": plan.gpus_per_node,
             "node_count": plan.node_count,
             "spare_gpus": plan.config.node_pool.spare_gpus,
+            "capacity": capacity_view(plan),
         },
         "gpu_pairing": plan.config.cluster.gpu_pairing,
         "ordered_start": "native sidecar" if plan.native_sidecars else "health wait",

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from colo.config.schema import StackConfig
 from colo.errors import Problem
+from colo.plan.compute_sharing import daemon_slices
 
 POOL_LABEL = "colo.dev/gpu-pool"
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"  # what the NVIDIA device plugin chart's affinity looks for
@@ -47,7 +48,8 @@ def gpu_tolerations() -> tuple[dict[str, str], ...]:
 def plugin_managed_elsewhere(config: StackConfig) -> bool:
     """Someone else runs the device plugin on these nodes: the stack says so, or the node image has one."""
     managed_by = config.node_pool.device_plugin.managed_by
-    return managed_by == "elsewhere" or config.cluster.node_image in PLUGIN_PROVIDED
+    auto_mode = config.node_pool.mode == "auto"  # EKS Auto Mode runs NVIDIA's plugin itself
+    return managed_by == "elsewhere" or auto_mode or config.cluster.node_image in PLUGIN_PROVIDED
 
 
 def device_plugin(config: StackConfig, servers_per_gpu: int) -> DevicePluginPlan | None:
@@ -59,7 +61,7 @@ def device_plugin(config: StackConfig, servers_per_gpu: int) -> DevicePluginPlan
     if cluster.gpu_pairing == "dra" or plugin_managed_elsewhere(config):
         return None
     selector = node_selector(config)
-    if config.node_pool.mode == "managed":
+    if config.node_pool.mode in ("managed", "karpenter"):
         # colo's node pool labels its nodes the way NVIDIA's chart affinity expects.
         selector[GPU_PRESENT_LABEL] = "true"
     return DevicePluginPlan(
@@ -79,12 +81,13 @@ def _slices_problem(config: StackConfig, needed: int) -> Problem | None:
     """time-slice on a plugin colo does not configure: safe only with the replicas the user confirmed."""
     path = "colo:nodePool.devicePlugin.sharedReplicas"
     confirmed = config.node_pool.device_plugin.shared_replicas
+    what = "the most servers in a pair" + (", plus its MPS daemon" if daemon_slices(config) else "")
     if confirmed is None:
         return Problem(
             path,
             f"the device plugin on these nodes is managed elsewhere ({_elsewhere_reason(config)}), so colo "
             f"cannot set how many slices each GPU offers, and time-slice is safe only with exactly {needed} "
-            f"(the most servers in a pair): fewer and a pair cannot start, more and another pod's slice "
+            f"({what}): fewer and a pair cannot start, more and another pod's slice "
             f"lands on a paired GPU, outside the memory budget. Check the plugin's config (timeSlicing with "
             f"renameByDefault: true, failRequestsGreaterThanOne: true and replicas: {needed} for "
             f"nvidia.com/gpu) and confirm it with sharedReplicas: {needed}; or choose another gpuPairing",
@@ -97,7 +100,7 @@ def _slices_problem(config: StackConfig, needed: int) -> Problem | None:
         )
         return Problem(
             path,
-            f"time-slice needs exactly {needed} slices per GPU (the most servers in a pair); {confirmed} "
+            f"time-slice needs exactly {needed} slices per GPU ({what}); {confirmed} "
             f"{effect}. Set the plugin's replicas to {needed} and sharedReplicas: {needed}",
         )
     return None
@@ -124,8 +127,17 @@ def device_plugin_problems(config: StackConfig) -> list[Problem]:
                 "sets its own plugin's replicas, and the other methods use no slices. Remove it",
             )
         )
-    if elsewhere and method == "time-slice":
-        needed = max(len(pair.servers()) for pair in config.pairs)
+    if plugin.shares_by == "mps" and not (elsewhere and method == "time-slice"):
+        problems.append(
+            Problem(
+                "colo:nodePool.devicePlugin.sharesBy",
+                "describes a plugin managed elsewhere that shares GPUs for gpuPairing time-slice; colo's own "
+                "plugin time-slices, and the other methods use no slices. Remove it",
+            )
+        )
+    # Auto Mode's plugin has no time-slicing at all; colo.plan.capacity refuses time-slice there.
+    if elsewhere and method == "time-slice" and config.node_pool.mode != "auto":
+        needed = max(len(pair.servers()) for pair in config.pairs) + daemon_slices(config)
         found = _slices_problem(config, needed)
         problems += [found] if found else []
     return problems

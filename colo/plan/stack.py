@@ -13,7 +13,10 @@ from dataclasses import dataclass
 from colo.catalog import GpuLookupError, GpuSpec, InstanceType, instance_type, resolve_gpu
 from colo.config.schema import StackConfig
 from colo.errors import Problem
+from colo.plan.assumed_rules import assumed_rules_warnings
 from colo.plan.calibration import calibration_problem
+from colo.plan.capacity import capacity_problems
+from colo.plan.compute_sharing import daemon_slices, sharing_problems
 from colo.plan.hub_access import hub_access_warnings
 from colo.plan.monitoring import observability_warnings, scrape_warnings
 from colo.plan.pair import GroupLinks, PairPlan, S3Profile, plan_pair
@@ -60,6 +63,7 @@ def make_plan(
     `device_plugin_checks=False` plans a pair declared on its own (colo.components.ColocatedPair): who runs
     the device plugin, and how many slices it offers, is then said where the plugin is declared."""
     problems = platform_problems(config) + (device_plugin_problems(config) if device_plugin_checks else [])
+    problems += sharing_problems(config)
     if (unusable := calibration_problem(config.budget.calibration)) is not None:
         problems.append(Problem("colo:budget.calibration", unusable))
     selector, tolerations = node_selector(config), gpu_tolerations()
@@ -102,8 +106,9 @@ def make_plan(
             requests = [(s.role, s.cpu, s.memory) for s in pair_plan.servers]
             pods_by_node.setdefault(placement.node, []).append((f"colo:pairs[{index}]", requests))
     problems += node_problems(config, instance, pods_by_node)
-    # A shared GPU offers as many time-slices as the largest pair has servers.
-    servers_per_gpu = max((len(pair.servers) for pair in pairs), default=0)
+    problems += capacity_problems(config, gpu_spec, per_node, pairs)
+    # A shared GPU offers as many time-slices as the largest pair has servers (and its MPS daemon, if in the pod).
+    servers_per_gpu = max((len(pair.servers) for pair in pairs), default=0) + daemon_slices(config)
     plugin = device_plugin(config, servers_per_gpu)
     return Plan(
         config,
@@ -117,6 +122,7 @@ def make_plan(
         tolerations=tolerations,
         device_plugin=plugin,
         warnings=(
+            *assumed_rules_warnings(config),
             *hub_access_warnings(config, pairs),
             *interconnect_warnings(config, instance),
             *observability_warnings(config, plugin),

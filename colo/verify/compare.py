@@ -15,6 +15,7 @@ from enum import IntEnum
 
 from colo.catalog import GIB
 from colo.verify.metrics import CacheConfigInfo
+from colo.verify.neighbours import NeighbourTookMore
 from colo.verify.startup_log import StartupLog
 from colo.verify.terms import TERMS, Term
 from colo.vllm import ProcessBudget, geometry_for, same_release
@@ -63,6 +64,8 @@ class ServerCheck:
     unread: str | None = None  # why nothing could be compared
     error: str | None = None  # the startup error vLLM logged, as logged
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # neighbours started before it on the same GPU that hold more than planned while it got less
+    took_more: tuple[NeighbourTookMore, ...] = ()
 
     @property
     def verdict(self) -> Verdict:
@@ -80,12 +83,15 @@ def _gib(value: int) -> float:
     return round(value / GIB, 2)
 
 
-def planned_figures(budget: ProcessBudget, *, summary_consumed: bool) -> dict[str, Value]:
-    """What the plan says this process logs; `summary_consumed`: the release logs the 0.27+ summary."""
+def planned_figures(
+    budget: ProcessBudget, *, summary_consumed: bool, release: str | None = None
+) -> dict[str, Value]:
+    """What the plan says this process logs; `summary_consumed`: the release logs the 0.27+ summary;
+    `release`: the release the server runs, where its rules are another's (vllm.assumeRulesOf)."""
     spec = budget.spec
     in_budget_graphs = budget.graphs.estimate_bytes if budget.graph_estimate_in_budget else 0
     planned: dict[str, Value] = {
-        "release": spec.vllm_version,
+        "release": release or spec.vllm_version,
         "utilization": spec.utilization,
         "requested": _gib(budget.requested_bytes),
         "free_at_startup": _gib(budget.startup.free_bytes),
@@ -103,10 +109,9 @@ def planned_figures(budget: ProcessBudget, *, summary_consumed: bool) -> dict[st
         planned["kv_pool"] = _gib(budget.kv_bytes)
         measured = budget.measured
         if measured is not None:  # 0.34+: the profile's figure is the reserved range, the pool comes later
-            planned["kv_pool"] = _gib(measured.reserved_bytes)
+            planned["kv_profiled"] = _gib(measured.reserved_bytes)
             planned["free_after_warmup"] = _gib(measured.free_after_warmup_bytes)
             planned["kept_for_transients"] = _gib(measured.transient_bytes)
-            planned["kv_committed"] = _gib(budget.kv_bytes)
         planned["kv_tokens"] = budget.capacity.tokens
         planned["max_concurrency"] = round(budget.capacity.max_concurrency, 2)
         planned["num_gpu_blocks"] = budget.capacity.num_blocks
@@ -141,6 +146,9 @@ def observed_figures(
         "cuda_graph": log.graph_gib,
         "num_gpu_blocks": log.num_gpu_blocks,
         "starts": "fails" if log.error is not None else "starts",
+        "free_after_warmup": log.measured_kv.free_gib if log.measured_kv is not None else None,
+        "kept_for_transients": log.measured_kv.kept_gib if log.measured_kv is not None else None,
+        "kv_profiled": log.kv_profiled_gib,
     }
     summary, error = log.summary, log.error
     if summary is not None:
@@ -172,12 +180,15 @@ def _within(term: Term, planned: Value, observed: Value) -> bool:
     return term.tolerance.allows(float(planned), float(observed))
 
 
-def compare(budget: ProcessBudget, log: StartupLog, cache: CacheConfigInfo | None) -> tuple[TermResult, ...]:
-    """Every term both sides state, in vLLM's order."""
+def compare(
+    budget: ProcessBudget, log: StartupLog, cache: CacheConfigInfo | None, *, release: str | None = None
+) -> tuple[TermResult, ...]:
+    """Every term both sides state, in vLLM's order (`release`: the one the server runs, where it differs from
+    the release whose rules planned it)."""
     geometry = geometry_for(budget.spec) if budget.capacity is not None else None
     hybrid = geometry is not None and any(bucket.kind == "linear" for bucket in geometry.buckets)
     observed = observed_figures(log, cache, hybrid=hybrid)
-    planned = planned_figures(budget, summary_consumed="consumed" in observed)
+    planned = planned_figures(budget, summary_consumed="consumed" in observed, release=release)
     if log.error is not None and not log.error.after_kv_cache:
         # A process that failed before its KV cache was sized never sized what comes after the failure.
         observed.pop("kv_tokens", None)

@@ -2,12 +2,13 @@
 
 vLLM exposes its CacheConfig as an info gauge whose labels are every field as a string
 (`vllm <release> vllm/v1/metrics/loggers.py::PrometheusStatLogger.log_metrics_info`, from
-`CacheConfig.metrics_info`), the same in every release 0.10.1.1-0.33; `num_gpu_blocks` and `block_size` are
-the two colo plans. The labels are the API server's copy of the config: for a hybrid (attention + Mamba or
-Gated DeltaNet) model the engine raises the block size so that an attention page holds a state page
-(`vllm 0.33.0 platforms/interface.py::Platform._align_hybrid_block_size`, logged as "Setting attention block
-size to N tokens"), and `block_size` here stays the default 16. From 0.33 the engine hands its figure back
-as `effective_attention_block_size` (`vllm 0.33.0 v1/engine/core_client.py`, `config/cache.py::CacheConfig`).
+`CacheConfig.metrics_info`), the same in every release 0.10.1.1-0.34 (0.34 publishes it after its measured KV
+sizing); `num_gpu_blocks` and `block_size` are the two colo plans. The labels are the API server's copy of the
+config: for a hybrid (attention + Mamba or Gated DeltaNet) model the engine raises the block size so that an
+attention page holds a state page (`vllm 0.33.0 platforms/interface.py::Platform._align_hybrid_block_size`,
+logged as "Setting attention block size to N tokens"), and `block_size` here stays the default. From 0.33 the
+engine hands its figure back as `effective_attention_block_size` (`vllm 0.33.0 v1/engine/core_client.py`,
+`config/cache.py::CacheConfig`).
 """
 
 from __future__ import annotations

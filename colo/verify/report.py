@@ -59,6 +59,7 @@ def check_view(check: ServerCheck) -> dict[str, Any]:
         "unread": check.unread,
         "startup_error": check.error,
         "notes": list(check.notes),
+        "neighbour_took_more": [finding.view() for finding in check.took_more],
         "terms": [
             {
                 "term": r.term.key,
@@ -150,6 +151,7 @@ def render_text(stack: str, checks: list[ServerCheck], *, markdown: bool) -> str
         if check.error:
             lines.append(f"startup error logged: {check.error}")
         lines += [f"note: {note}" for note in check.notes]
+        lines += [f"neighbour: {finding.describe()}" for finding in check.took_more]
         if check.results:
             lines += ["", *_table(_rows(check), markdown)]
     lines += ["", _summary(checks)]

@@ -1,6 +1,6 @@
 """Read the figures one vLLM process logs at startup, in the wording of every release colo mirrors.
 
-Each pattern below is the logger call of the releases that print it (vLLM 0.10.1.1 to 0.33.0):
+Each pattern below is the logger call of the releases that print it (vLLM 0.10.1.1 to 0.34.0):
 
 - weights: `gpu_model_runner.py::load_model` "Model loading took %.4f GiB and %.6f seconds" (<= 0.11),
   "... took %s GiB memory and ..." (0.12+; the V2 runner drops "memory" in 0.14-0.27);
@@ -26,6 +26,23 @@ Each pattern below is the logger call of the releases that print it (vLLM 0.10.1
   (`gpu_worker.py::compile_or_warm_up_model` runs kernel warm-up, `capture_model` and the sampler's
   `_dummy_sampler_run` after the KV cache is allocated, so a failure there comes after the KV figures).
 
+- vLLM 0.34's extensible KV cache (on by default on CUDA; v1/worker/extensible_kv_cache.py), which sizes the KV
+  cache after warm-up and graph capture from measured memory. "Available KV cache memory" is then only the
+  profiled capacity the address range is reserved for; the pool is what follows:
+  `measure_kv_cache_blocks` "Memory after warmup: F GiB free, C GiB committed to the KV cache, K GiB kept for
+  transient activations (P GiB allocated at peak, G GiB of torch reservation growth); N KV cache blocks (B GiB)
+  fit within the requested R GiB. Torch may reserve up to T GiB." (one per rank); its warning
+  "gpu_memory_utilization=u caps this instance at R GiB, keeping W GiB of free device memory out of the KV
+  cache. ..."; `extend_kv_cache` "Remapping the KV cache from A to B blocks to fit the measured budget." and
+  "Extended KV cache to N blocks (X GiB)." (the blocks every rank commits, X with the driver's granule
+  rounding); v1/executor/abstract.py::disable_extensible_kv_cache "Disabling the extensible KV cache: <why>.
+  The KV cache will be sized from profiling estimates instead of measured memory." and
+  config/vllm.py::_resolve_extensible_kv_cache "Extensible KV cache off: without an IMEX channel, ...". A KV
+  cache too small for one request fails after warm-up with the same "To serve at least one request" error
+  (v1/core/kv_cache_planning.py::shrink_kv_cache_configs). Every other line above keeps its 0.33 wording in
+  0.34 (the V2 runner, the only one left, logs "Model loading took %s GiB memory"; the summary line is still
+  printed, before the measured sizing, its "kv cache memory in use" the profiled figure).
+
 A tensor-parallel run logs the per-rank lines once per rank: weights and graphs keep the largest rank's
 figure, the KV pool the smallest (vLLM sizes every rank to the smallest pool).
 """
@@ -42,6 +59,9 @@ GIB = 1024**3
 
 _VERSION = [
     re.compile(r"vLLM API server version (\d+\.\d+[^\s]*)"),
+    # entrypoints/common/startup.py::log_version_and_model without its logo (VLLM_DISABLE_LOG_LOGO, or a logger
+    # without a formatter), 0.20+
+    re.compile(r"vLLM server version (\d+\.\d+[^\s,]*), serving model"),
     re.compile(r"Initializing a V1 LLM engine \(v(\d+\.\d+[^)\s]*)\)"),
     re.compile(r"█\s+version (\d+\.\d+[^\s]*)"),
 ]
@@ -76,6 +96,26 @@ _KV_TOO_SMALL = re.compile(
     rf"is needed, which is larger than the available KV cache memory \({_NUM} (?:GiB|GB)\)"
 )
 _NO_KV = re.compile(r"No available memory for the cache blocks")
+# vLLM 0.34 v1/worker/extensible_kv_cache.py::measure_kv_cache_blocks (logger.info, every rank)
+_MEASURED_KV = re.compile(
+    rf"Memory after warmup: {_NUM} GiB free, {_NUM} GiB committed to the KV cache, {_NUM} GiB kept for "
+    rf"transient activations \({_NUM} GiB allocated at peak, {_NUM} GiB of torch reservation growth\); "
+    rf"{_INT} KV cache blocks \({_NUM} GiB\) fit within the requested {_NUM} GiB\. Torch may reserve up to "
+    rf"{_NUM} GiB"
+)
+# ... its logger.warning_once when 0.7 < gpu_memory_utilization < 1.0 withholds at least 1 GiB
+_UTILIZATION_CAP = re.compile(
+    rf"gpu_memory_utilization={_NUM} caps this instance at {_NUM} GiB, keeping {_NUM} GiB of free device "
+    r"memory out of the KV cache"
+)
+# ... extend_kv_cache (logger.info)
+_REMAPPED = re.compile(rf"Remapping the KV cache from {_INT} to {_INT} blocks to fit the measured budget")
+_EXTENDED = re.compile(rf"Extended KV cache to {_INT} blocks \({_NUM} GiB\)")
+# v1/executor/abstract.py::disable_extensible_kv_cache (warning); config/vllm.py (info, no IMEX channel)
+_EXTENSIBLE_DISABLED = re.compile(
+    r"Disabling the extensible KV cache: (.*?)\. The KV cache will be sized from profiling estimates"
+)
+_EXTENSIBLE_OFF_IMEX = re.compile(r"Extensible KV cache off: (without an IMEX channel)")
 _OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory")
 # The last exception line of a traceback, with or without vLLM's "(Worker pid=..) ERROR ... [file:line] " prefix.
 _EXCEPTION = re.compile(r"^(?:.*?\] )?((?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)): (.*)$", re.M)
@@ -90,6 +130,15 @@ PHASES = (
         True,
     ),
     (re.compile(r"kernel_warmup|flashinfer_autotune|deep_gemm_warmup"), "the kernel warm-up", True),
+    # vLLM 0.34: sizing the extensible KV cache from what warm-up left (measure_kv_cache_blocks runs inside
+    # compile_or_warm_up_model; the engine then shrinks and commits it): the pool was never settled
+    (
+        re.compile(
+            r"measure_kv_cache_blocks|finalize_extensible_kv_cache|shrink_kv_cache_configs|extend_kv_cache"
+        ),
+        "sizing the KV cache after warm-up",
+        False,
+    ),
     (re.compile(r"compile_or_warm_up_model"), "the warm-up after the KV cache", True),
     (
         re.compile(r"initialize_kv_cache|_allocate_kv_cache_tensors|initialize_from_config"),
@@ -135,6 +184,44 @@ class StartupSummary:
 
 
 @dataclass(frozen=True)
+class MeasuredKv:
+    """What vLLM 0.34's extensible KV cache measured after warm-up and committed (the smallest rank's).
+
+    Every figure is vLLM's own (format_gib: GiB rounded to 2 places): `free_gib` free device memory after
+    warm-up and graph capture, `committed_gib` the KV blocks warm-up had committed then, `kept_gib` what stays
+    free for transients (the larger of `peak_gib`, the allocated peak, and `torch_growth_gib`, the torch
+    reservation's growth over a sizing step), `blocks`/`kv_gib` the KV cache that fits, `requested_gib`
+    total x utilization, `torch_cap_gib` the limit set on torch's caching allocator."""
+
+    free_gib: float
+    committed_gib: float
+    kept_gib: float
+    peak_gib: float
+    torch_growth_gib: float
+    blocks: int
+    kv_gib: float
+    requested_gib: float
+    torch_cap_gib: float
+    extended_blocks: int | None = None  # "Extended KV cache to N blocks": what every rank committed
+    extended_gib: float | None = None  # ... its physical bytes, rounded to the driver's granule per segment
+    remapped_from_blocks: int | None = None  # warm-up had committed more than the budget fits
+
+    @property
+    def pool_gib(self) -> float:
+        """The KV cache the server serves with: the extension's, else what fit."""
+        return self.extended_gib if self.extended_gib is not None else self.kv_gib
+
+
+@dataclass(frozen=True)
+class UtilizationCap:
+    """vLLM 0.34's warning that an explicit gpu_memory_utilization keeps free memory out of the KV cache."""
+
+    utilization: float
+    cap_gib: float
+    withheld_gib: float
+
+
+@dataclass(frozen=True)
 class StartupError:
     kind: ErrorKind
     text: str  # the matched text, as logged
@@ -172,11 +259,22 @@ class StartupLog:
     ranks: int  # how many ranks logged their weights (1 unless tensor parallel)
     serving_error: StartupError | None = None  # a failure after the server began answering
     attention_block_size: int | None = None  # the hybrid block size the engine logged, if it changed it
+    measured_kv: MeasuredKv | None = None  # vLLM 0.34+ with the extensible KV cache
+    kv_profiled_gib: float | None = None  # "Available KV cache memory" where the pool was measured after it
+    utilization_cap: UtilizationCap | None = None
+    extensible_disabled: str | None = None  # why vLLM 0.34 sized this server from estimates instead
 
     @property
     def has_startup_lines(self) -> bool:
         """Whether the log holds anything colo compares: a size vLLM reported or a startup error."""
-        figures = (self.weights_gib, self.kv_pool_gib, self.kv_tokens, self.graph_gib, self.summary)
+        figures = (
+            self.weights_gib,
+            self.kv_pool_gib,
+            self.kv_tokens,
+            self.graph_gib,
+            self.summary,
+            self.measured_kv,
+        )
         return self.error is not None or any(value is not None for value in figures)
 
 
@@ -215,6 +313,37 @@ def _capacity(text: str) -> tuple[int | None, float | None, int | None]:
         float(concurrency.group(2)) if concurrency else None,
         _count(concurrency.group(1)) if concurrency else None,
     )
+
+
+def _measured_kv(text: str) -> MeasuredKv | None:
+    """The smallest rank's measurement (vLLM commits the minimum over ranks), with the extension it led to."""
+    ranks = []
+    for match in _MEASURED_KV.finditer(text):
+        free, committed, kept, peak, growth = (float(g) for g in match.groups()[:5])
+        blocks = _count(match.group(6))
+        kv, requested, cap = (float(g) for g in match.groups()[6:])
+        ranks.append(MeasuredKv(free, committed, kept, peak, growth, blocks, kv, requested, cap))
+    if not ranks:
+        return None
+    smallest = min(ranks, key=lambda rank: rank.blocks)
+    extended = [(_count(m.group(1)), float(m.group(2))) for m in _EXTENDED.finditer(text)]
+    remapped = [_count(m.group(1)) for m in _REMAPPED.finditer(text)]
+    return replace(
+        smallest,
+        extended_blocks=min(extended)[0] if extended else None,
+        extended_gib=min(extended)[1] if extended else None,
+        remapped_from_blocks=max(remapped) if remapped else None,
+    )
+
+
+def _utilization_cap(text: str) -> UtilizationCap | None:
+    match = _UTILIZATION_CAP.search(text)
+    return UtilizationCap(*(float(g) for g in match.groups())) if match else None
+
+
+def _extensible_disabled(text: str) -> str | None:
+    match = _EXTENSIBLE_DISABLED.search(text) or _EXTENSIBLE_OFF_IMEX.search(text)
+    return match.group(1) if match else None
 
 
 def _summary(text: str) -> StartupSummary | None:
@@ -325,6 +454,10 @@ def parse_startup_log(text: str) -> StartupLog:
     weights, ranks = _weights(text)
     summary = _summary(text)
     kv_pool = _kv_pool(text)
+    measured = _measured_kv(startup)
+    profiled = None
+    if measured is not None:  # 0.34+: the profiled figure only sized the reservation
+        profiled, kv_pool = kv_pool, measured.pool_gib
     graphs = _floats(_GRAPHS, text) or _floats(_GRAPH_POOL, text)
     graph = max(graphs) if graphs else None
     if summary is not None:
@@ -349,4 +482,8 @@ def parse_startup_log(text: str) -> StartupLog:
         ranks=max(ranks, 1),
         serving_error=_serving_error(serving) if serving else None,
         attention_block_size=_attention_block_size(startup),
+        measured_kv=measured,
+        kv_profiled_gib=profiled,
+        utilization_cap=_utilization_cap(startup),
+        extensible_disabled=_extensible_disabled(startup),
     )

@@ -9,6 +9,7 @@ submodules are internal and may change without notice.
 
 from __future__ import annotations
 
+from colo.vllm.assumed_rules import assumed_rules_warning, assumption_refusal
 from colo.vllm.calibration import (
     CALIBRATED_FIGURES,
     AppliedCalibration,
@@ -40,6 +41,7 @@ from colo.vllm.colocate_tp import GroupPlan, GroupRequest, RankBalance, plan_gro
 from colo.vllm.estimator import Estimate, EstimateRefused, EstimateRequest, estimate, estimate_view
 from colo.vllm.extra_args import extra_arg_refusal
 from colo.vllm.memory_inputs import FLASHINFER_SAMPLER_ENV
+from colo.vllm.mps import MpsClient, gpu_as_client, mps_client, unmeasured_reason
 from colo.vllm.process.budget import ProcessBudget, ProcessSpec, geometry_for
 from colo.vllm.process.calibrated import calibrated
 from colo.vllm.process.cudagraph import SMALL_CAPTURE_SIZES, kib_per_graph_field
@@ -83,6 +85,7 @@ __all__ = [
     "HubError",
     "HubModel",
     "ModelArchitecture",
+    "MpsClient",
     "Observation",
     "ProcessBudget",
     "ProcessSpec",
@@ -97,6 +100,8 @@ __all__ = [
     "all_quantization_names",
     "architecture_from_mapping",
     "architecture_from_path",
+    "assumed_rules_warning",
+    "assumption_refusal",
     "budget_view",
     "calibrated",
     "catalog_architecture",
@@ -106,12 +111,14 @@ __all__ = [
     "estimate_view",
     "extra_arg_refusal",
     "geometry_for",
+    "gpu_as_client",
     "gpu_view",
     "header_length",
     "in_gib",
     "kib_per_graph_field",
     "kv_cache_memory_bytes_missing",
     "measured_constants",
+    "mps_client",
     "named_model",
     "parameter_parts",
     "parse_config_json",
@@ -129,6 +136,7 @@ __all__ = [
     "served_architecture",
     "supported_range",
     "tensor_bytes_by_part",
+    "unmeasured_reason",
     "vllm_arguments",
     "vllm_refusals",
 ]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from colo.catalog import GIB, GpuLookupError, GpuSpec, resolve_gpu
+from colo.vllm.assumed_rules import assumed_rules_warning, assumption_refusal
 from colo.vllm.checkpoint.architecture import ModelArchitecture
 from colo.vllm.checkpoint.files import architecture_from_path
 from colo.vllm.checkpoint.hub import HubError, HubModel
@@ -35,6 +36,8 @@ class EstimateRequest:
 
     model: str  # a path to a config.json or model directory, else a Hugging Face id (catalog first, then the Hub)
     vllm_version: str
+    # a mirrored release whose rules size a newer, unmirrored vllm_version, at the user's risk (None: its own)
+    assume_rules_of: str | None = None
     revision: str | None = None  # the Hub revision a Hub id is read at; None: main
     gpu: str | None = None  # any name nvidia-smi prints, or its short form
     gpu_memory_mib: int | None = None  # the CUDA total, for a GPU the catalog lacks
@@ -58,6 +61,7 @@ class EstimateRequest:
     skip_mm_profiling: bool = False
     trust_remote_code: bool = False  # --trust-remote-code
     flashinfer_installed: bool = True  # the official images carry it; a pip install may not
+    torch_release: str | None = None  # the build's PyTorch, whose libraries' non-torch memory is measured
     peer_to_peer: bool = True  # False: tensor-parallel ranks cannot reach each other directly
     nvswitch: bool = False  # the ranks share one NVSwitch board (8-GPU HGX: p4d/p4de/p5/p5e/p5en)
     dtype: str | None = None  # --dtype (None: auto)
@@ -84,6 +88,7 @@ class Estimate:
     hub: HubModel | None = None  # the Hub read the architecture came from, if it did
     source: str = "catalog"  # where the architecture was read: catalog, file or hub
     stages: tuple[ProcessBudget, ...] = ()  # one per pipeline stage (empty without pipeline parallelism)
+    assumed_for: str | None = None  # the release asked for, where the rules are another's (assume_rules_of)
 
     @property
     def binding_stage(self) -> int:
@@ -150,9 +155,20 @@ def _refuse_what_vllm_refuses(args: EstimateRequest, spec: ProcessSpec) -> None:
         raise EstimateRefused(re.sub(r"[A-Z]", lambda m: "_" + m.group(0).lower(), key), refusals[0].message)
 
 
+def _assumed(args: EstimateRequest) -> tuple[EstimateRequest, str | None]:
+    """The request as sized: with assume_rules_of, the assumed release stands in for the one asked for
+    everywhere a rule or table is read; the release asked for comes back, to be said in the output."""
+    if args.assume_rules_of is None:
+        return args, None
+    if (refused := assumption_refusal(args.vllm_version, args.assume_rules_of)) is not None:
+        raise EstimateRefused("assume_rules_of", refused)
+    return replace(args, vllm_version=args.assume_rules_of, assume_rules_of=None), args.vllm_version
+
+
 def estimate(args: EstimateRequest, *, kv_pool_bytes: int | None = None) -> Estimate:
     """Size the process as vLLM would. `kv_pool_bytes` fixes the KV pool whatever the release, for
     comparisons "given the pool" (the user's way is --kv-cache-memory-bytes, where the release has it)."""
+    args, assumed_for = _assumed(args)
     gpu_spec = _gpu(args)
     rules = _rules(args)
     read, hub, source = _architecture(args)
@@ -196,18 +212,20 @@ def estimate(args: EstimateRequest, *, kv_pool_bytes: int | None = None) -> Esti
         mm_limits=tuple(sorted((args.limit_mm_per_prompt or {}).items())),
         skip_mm_profiling=args.skip_mm_profiling,
         flashinfer_installed=args.flashinfer_installed,
+        torch_release=args.torch_release,
         peer_to_peer=args.peer_to_peer,
         nvswitch=args.nvswitch,
     )
     _refuse_what_vllm_refuses(args, spec)
     free = None if args.free_memory_gib is None else round(args.free_memory_gib * GIB)
     if args.pipeline_parallel_size == 1:
-        return Estimate(arch, gpu_spec, rules, size_process(spec, free_before_bytes=free), hub, source)
+        budget = size_process(spec, free_before_bytes=free)
+        return Estimate(arch, gpu_spec, rules, budget, hub, source, assumed_for=assumed_for)
     budgets = tuple(
         size_process(replace(spec, stage=stage), free_before_bytes=free)
         for stage in stages(arch.num_layers, args.pipeline_parallel_size)
     )
-    return Estimate(arch, gpu_spec, rules, _binding(budgets), hub, source, budgets)
+    return Estimate(arch, gpu_spec, rules, _binding(budgets), hub, source, budgets, assumed_for)
 
 
 def _binding(budgets: tuple[ProcessBudget, ...]) -> ProcessBudget:
@@ -282,6 +300,11 @@ def estimate_view(result: Estimate) -> dict[str, Any]:
         "rules": result.rules.label,
         **budget_view(result.budget),
     }
+    if result.assumed_for is not None:
+        view = {
+            "rules_assumed": assumed_rules_warning(result.assumed_for, result.budget.spec.vllm_version),
+            **view,
+        }
     if result.stages:
         view["pipeline"] = _pipeline_view(result)
         view["ok"] = result.ok

@@ -23,9 +23,15 @@ select a derived option or a secret. What the parser does, by release (checked i
   for `-tp`), a two-character alias takes an attached value (`-qfp8`), and a boolean option has a `--no-`
   twin (`--no-enforce-eager`, BooleanOptionalAction from 0.10).
 
-Abbreviations are matched against the derived options: an entry is refused when it is a prefix of one, unless
-it names another option of the release in full, which argparse takes instead (`--device` of 0.8-0.9 beside
-0.31's `--device-memory-utilization`). Every other option that changes GPU memory in a way colo does not size
+Each derived option is watched in every long spelling the pinned release registers for it, as its own argument
+table (serve_cli.yaml, read from the release's parser) lists them: aliases such as `--device-memory-utilization`
+(0.31+) and the `--no-`/`--disable-` twins of a switch (`--disable-extensible-kv-cache`, 0.34+). Abbreviations
+are matched against those spellings alone: an entry is refused when it is a prefix of one. vLLM would refuse
+such a prefix too when it is ambiguous, and no real option of any mirrored release is itself a strict prefix of
+a watched spelling of another option (tests/vllm/test_extra_args.py checks every table), so nothing vLLM
+accepts as another option is refused; an entry that names another option of the release in full is that option,
+which argparse takes over the derived one it abbreviates (`--device` of 0.8-0.9 beside 0.31's
+`--device-memory-utilization`). Every other option that changes GPU memory in a way colo does not size
 is refused too, matched against the release's own argument table (colo/vllm/memory_inputs.py).
 """
 
@@ -33,6 +39,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Literal
 
 from colo.echo import shown
@@ -50,14 +57,18 @@ DERIVED: dict[str, str] = {
     "--host": "which colo sets to 0.0.0.0 so that the probes and the Service reach the server",
     "--port": "which colo sets per role (LLM 8000, embedding 8001, reranker 8002) for the probes and Services",
     "--gpu-memory-utilization": "which colo derives from the budget: set `gpuMemoryUtilization` to override it",
-    "--device-memory-utilization": "which colo derives from the budget: set `gpuMemoryUtilization` to override it",
     "--kv-cache-memory-bytes": "which colo sets from the stack: use `kvCacheMemoryBytes`, which the budget checks",
+    # vllm 0.34.0 config/cache.py::CacheConfig.enable_extensible_kv_cache: on by default on CUDA, it sizes the KV
+    # cache from memory measured after warm-up (v1/worker/extensible_kv_cache.py::measure_kv_cache_blocks)
+    "--enable-extensible-kv-cache": "which colo derives from how the KV cache is sized: set `kvCacheSizing` "
+    "(measured: vLLM sizes it after warm-up; pinned: a fixed --kv-cache-memory-bytes)",
     "--num-gpu-blocks-override": "which fixes the KV pool outside the budget: use `kvCacheMemoryBytes`",
     "--max-model-len": "which colo sets from the stack: use `maxModelLen`",
     "--max-num-seqs": "which colo sets from the stack: use `maxNumSeqs`",
     "--max-num-batched-tokens": "which colo sets from the stack: use `maxNumBatchedTokens`",
     "--kv-cache-dtype": "which colo sets from the stack: use `kvCacheDtype`",
-    "--block-size": "which the budget assumes at vLLM's default of 16 tokens; colo has no key for another",
+    "--block-size": "which the budget assumes at the release's default (16 tokens, 64 from vLLM 0.34); colo has "
+    "no key for another",
     "--quantization": "which colo sizes the weights for: use `quantization`",
     "--dtype": "which colo sizes the model for: use `dtype`",
     "--hf-overrides": "which changes the architecture the budget read: point `profile` at an edited config.json",
@@ -165,12 +176,35 @@ def _abbreviates(head: str, option: str) -> bool:
     return len(head) > 2 and option.startswith(head)
 
 
-def _long_option(arg: str, rules: ParserRules) -> set[str]:
+@cache
+def watched_spellings(version: str | None) -> dict[str, str]:
+    """Every long spelling of a watched option in `version`, mapped to the option's key in WATCHED: its own
+    name, and each alias or negative twin the release's argument table registers with it (None, or a release
+    colo has no table of: the names alone)."""
+    spellings = {option: option for option in WATCHED}
+    try:
+        table = serve_cli(version) if version is not None else None
+    except ValueError:
+        table = None
+    for option in table.options.values() if table is not None else ():
+        watched = next((string for string in option.strings if string in WATCHED), None)
+        if watched is not None:
+            for string in option.strings:
+                if string.startswith("--"):
+                    spellings.setdefault(string, watched)
+    return spellings
+
+
+def _long_option(arg: str, rules: ParserRules, version: str | None = None) -> set[str]:
     name = arg.split("=", 1)[0]
     if rules.dotted_keys != "none":
         name = name.split(".", 1)[0]
     name = "--" + name[2:].replace("_", "-")
-    return {option for option in WATCHED if name == option or _abbreviates(name, option)}
+    return {
+        option
+        for spelling, option in watched_spellings(version).items()
+        if name == spelling or _abbreviates(name, spelling)
+    }
 
 
 def _short_option(arg: str, rules: ParserRules) -> set[str]:
@@ -187,12 +221,13 @@ def _short_option(arg: str, rules: ParserRules) -> set[str]:
     return found
 
 
-def options_set_by(arg: str, rules: ParserRules) -> set[str]:
-    """The watched options (derived or secret) `arg` may select; empty for a value or any other option."""
+def options_set_by(arg: str, rules: ParserRules, version: str | None = None) -> set[str]:
+    """The watched options (derived or secret) `arg` may select in `version` (None: by their names alone);
+    empty for a value or any other option."""
     if not arg.startswith("-") or arg in ("-", "--") or _NEGATIVE_NUMBER.fullmatch(arg):
         return set()
     if arg.startswith("--"):
-        return _long_option(arg, rules)
+        return _long_option(arg, rules, version)
     return _short_option(arg, rules)
 
 
@@ -211,7 +246,7 @@ def extra_arg_refusal(arg: str, version: str) -> str | None:
     the options colo derives and the secrets, every option that changes GPU memory in a way colo does not
     size is refused (colo/vllm/memory_inputs.yaml)."""
     rules = parser_rules(version)
-    options = sorted(options_set_by(arg, rules))
+    options = sorted(options_set_by(arg, rules, version))
     if options and _names_another_option(arg, version, options):
         options = []  # argparse takes the option named in full over the derived one it abbreviates
     if not options:

@@ -433,11 +433,16 @@ def supported_range() -> tuple[str, str]:
     return ranges[0].first, ranges[-1].last
 
 
+# How soon colo mirrors a new vLLM release (docs/keeping-up.md): a newer one is refused with this in its message.
+SUPPORT_DAYS = 14
+
+
 def rules_for(version: str) -> VllmRules:
     """Rules for one release; raises ValueError naming the supported range when colo does not mirror it.
 
     A release past a range's `last` but before the next range follows the earlier range (a patch release);
-    past the newest range only patch releases of its minor are accepted.
+    past the newest range only patch releases of its minor are accepted. A newer release is refused with the
+    newest mirrored one and the override a user may set at their own risk (colo.vllm.assumed_rules).
     """
     wanted = _version(version)
     chosen = None
@@ -445,10 +450,17 @@ def rules_for(version: str) -> VllmRules:
         if _version(entry.first) <= wanted:
             chosen = entry
     first, last = supported_range()
-    if chosen is None or wanted.release[:2] > _version(last).release[:2]:
+    if chosen is not None and wanted.release[:2] > _version(last).release[:2]:
         raise ValueError(
-            f"vLLM {version} is outside the releases whose memory rules colo mirrors ({first} to {last}); "
-            f"pin a version in that range"
+            f"vLLM {version} is newer than {last}, the newest release whose memory rules colo mirrors "
+            f"({first} to {last}; colo adds a release within {SUPPORT_DAYS} days of its publication): pin "
+            f"{last}, or keep {version} at your own risk with its plan sized by {last}'s rules: set "
+            f'vllm.assumeRulesOf: "{last}" on the server (colo estimate: --assume-rules-of {last})'
+        )
+    if chosen is None:
+        raise ValueError(
+            f"vLLM {version} is older than {first}, the oldest release whose memory rules colo mirrors "
+            f"({first} to {last}); pin a version in that range"
         )
     return chosen
 

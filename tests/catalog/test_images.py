@@ -96,11 +96,39 @@ def test_docker_hub_prefixes_name_the_same_image() -> None:
 
 
 @pytest.mark.parametrize("reference", ["vllm/vllm-openai:latest", "vllm/vllm-openai"])
-def test_latest_is_a_moving_tag_to_resolve_at_plan_time(reference: str) -> None:
+def test_latest_is_a_moving_tag_refused_with_the_release_tag_it_names_today(reference: str) -> None:
     with pytest.raises(MovingImageTag) as caught:
         find_image(reference)
     assert caught.value.action == "resolve"
-    assert "pin the release tag" in str(caught.value)
+    assert caught.value.today == "vllm/vllm-openai:v0.34.0"
+    assert "since 2026-11-16 it is vllm/vllm-openai:v0.34.0: pin that tag" in str(caught.value)
+
+
+def test_latest_names_the_newest_release_the_catalog_has_an_official_image_of() -> None:
+    """Adding a release moves `latest` with it: the catalog never says latest is an older release."""
+    catalog = load_catalog()
+    (latest,) = [tag for tag in catalog.moving_tags if tag.tag == "latest"]
+    assert latest.names == catalog.official.ranges[-1].last
+
+
+def test_the_0_34_0_image_pins_nccl_2_31_2_over_torch_2_14s_2_30_7() -> None:
+    build = find_image("vllm/vllm-openai:v0.34.0").build
+    assert (build.torch, build.nccl, build.nccl_from, build.flashinfer) == (
+        "2.14.0+cu130",
+        "2.31.2",
+        "image",
+        "0.7.3",
+    )
+    pip = pip_build("0.34.0")
+    assert pip is not None and (pip.build.nccl, pip.build.flashinfer) == ("2.30.7", "0.7.3")
+
+
+def test_a_moving_tag_that_names_a_release_needs_its_date_and_source() -> None:
+    data = _catalog_data()
+    (latest,) = [tag for tag in data["moving_tags"] if tag["tag"] == "latest"]
+    del latest["since"]
+    with pytest.raises(ImagesFileError, match="needs action resolve, `since` and `names_source`"):
+        parse_catalog(data)
 
 
 def test_nightly_is_refused_because_it_names_no_release() -> None:

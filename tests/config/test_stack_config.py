@@ -58,7 +58,15 @@ def test_all_problems_are_reported_in_one_run() -> None:
 def test_unpinned_image_is_rejected_with_the_fix() -> None:
     raw = _valid()
     raw["pairs"][0]["llm"]["vllm"] = {"version": "0.19.1", "image": "vllm/vllm-openai:latest"}
-    assert "pinned" in _problems(raw)["colo:pairs[0].llm.vllm.image"]
+    message = _problems(raw)["colo:pairs[0].llm.vllm.image"]
+    assert "moving tag" in message and "pin that tag" in message
+    assert "vllm/vllm-openai:v0.34.0" in message  # what latest is today, from the image catalog
+
+
+def test_an_image_without_a_tag_outside_the_catalog_is_refused_as_unpinned() -> None:
+    raw = _valid()
+    raw["pairs"][0]["llm"]["vllm"] = {"version": "0.19.1", "image": "example.org/vllm"}
+    assert "not pinned" in _problems(raw)["colo:pairs[0].llm.vllm.image"]
 
 
 def test_flags_colo_derives_cannot_be_smuggled_through_extra_args() -> None:

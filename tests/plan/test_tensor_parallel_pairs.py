@@ -153,3 +153,13 @@ def test_the_llms_startup_budget_reads_the_whole_checkpoint_its_ranks_load_toget
     assert llm.probe.breakdown["read_weights"] == round(
         whole_mib / plan.config.storage.read_throughput_mib_per_s, 1
     )
+
+
+def test_mps_over_a_tensor_parallel_group_is_refused_with_the_way_round() -> None:
+    values = _values(tp=2)
+    values["cluster"] = {**values["cluster"], "computeSharing": "mps"}
+    plan = make_plan(parse_stack_config(values))
+    (problem,) = [
+        p for p in plan.problems if p.path == "colo:cluster.computeSharing" and "group" in p.message
+    ]
+    assert "pairs big" in problem.message and "computeSharing time-slice" in problem.message

@@ -2,7 +2,8 @@
 
 Each fixture in startup_logs.yaml carries the figures a person copied from the log by hand (`recorded`); the
 parser must find the same figures in the same lines, for every release from 0.10 to 0.31, tensor-parallel
-runs, quantized models and failed starts.
+runs, quantized models and failed starts. vLLM 0.34's lines are read from excerpts formatted from the release's
+own logger format strings (`formatted: true`): no public 0.34 log was found.
 """
 
 from __future__ import annotations
@@ -50,11 +51,30 @@ def test_every_figure_the_collector_read_is_parsed_from_the_same_lines(entry: di
         "free_at_startup_gib": summary.free_gib if summary else log.error.free_gib if log.error else None,
         "requested_gib": summary.requested_gib if summary else log.error.requested_gib if log.error else None,
         "gpu_total_gib": summary.total_gib if summary else log.error.total_gib if log.error else None,
+        "kv_profiled_gib": log.kv_profiled_gib,
+        "utilization_cap_gib": log.utilization_cap.cap_gib if log.utilization_cap else None,
+        "utilization_withheld_gib": log.utilization_cap.withheld_gib if log.utilization_cap else None,
+        "extensible_disabled": log.extensible_disabled,
     }
+    measured = log.measured_kv
+    if measured is not None:
+        parsed |= {
+            "free_after_warmup_gib": measured.free_gib,
+            "kv_committed_at_warmup_gib": measured.committed_gib,
+            "kept_for_transients_gib": measured.kept_gib,
+            "kv_blocks": measured.blocks,
+            "kv_measured_gib": measured.kv_gib,
+            "torch_cap_gib": measured.torch_cap_gib,
+            "kv_extended_gib": measured.extended_gib,
+            "kv_remapped_from_blocks": measured.remapped_from_blocks,
+        }
     for key, value in recorded.items():
         if key == "startup_error":
             continue
-        assert parsed[key] == pytest.approx(value), key
+        if isinstance(value, str):
+            assert parsed[key] == value, key
+        else:
+            assert parsed[key] == pytest.approx(value), key
     assert log.has_startup_lines
     assert (log.error is not None) == ("startup_error" in recorded)
 
@@ -70,6 +90,65 @@ def test_every_figure_the_collector_read_is_parsed_from_the_same_lines(entry: di
 )
 def test_the_release_is_read_from_each_way_vllm_prints_it(entry_id: str, version: str) -> None:
     assert parse_startup_log(_text(BY_ID[entry_id])).vllm_version == version
+
+
+def test_the_0_34_server_version_line_without_its_logo_names_the_release() -> None:
+    assert parse_startup_log(_text(BY_ID["f034_qwen3_8b_h100_measured_kv"])).vllm_version == "0.34.0"
+
+
+def test_a_0_34_measured_kv_cache_is_the_pool_and_the_profiled_figure_only_its_reservation() -> None:
+    log = parse_startup_log(_text(BY_ID["f034_qwen3_8b_h100_measured_kv"]))
+    measured = log.measured_kv
+    assert measured is not None
+    assert (log.kv_pool_gib, log.kv_profiled_gib) == (56.81, 60.47)
+    assert (measured.free_gib, measured.committed_gib, measured.kept_gib) == (61.6, 0.07, 2.74)
+    assert (measured.peak_gib, measured.torch_growth_gib) == (2.74, 0.31)
+    assert (measured.blocks, measured.kv_gib, measured.requested_gib, measured.torch_cap_gib) == (
+        6464,
+        56.81,
+        79.19,
+        20.31,
+    )
+    assert (measured.extended_blocks, measured.extended_gib) == (6464, 56.81)
+    # the summary line still prints, before the measured sizing: its "in use" figure is the profiled one
+    assert log.summary is not None and log.summary.kv_in_use_gib == 60.47
+
+
+def test_tensor_parallel_ranks_commit_the_smallest_measured_pool_after_a_remap() -> None:
+    log = parse_startup_log(_text(BY_ID["f034_qwen3_32b_tp2_h100_eager_remapped"]))
+    measured = log.measured_kv
+    assert measured is not None and log.ranks == 2
+    assert (measured.blocks, measured.free_gib, measured.remapped_from_blocks) == (5088, 2.8, 5632)
+    assert log.kv_pool_gib == 39.75 and log.kv_profiled_gib == 43.02
+
+
+def test_the_utilization_cap_warning_keeps_what_it_withholds() -> None:
+    cap = parse_startup_log(_text(BY_ID["f034_llama31_8b_a100_util09_eager_capped"])).utilization_cap
+    assert cap is not None and (cap.utilization, cap.cap_gib, cap.withheld_gib) == (0.9, 71.33, 6.44)
+
+
+def test_a_server_sized_from_estimates_says_why_the_extensible_cache_was_off() -> None:
+    log = parse_startup_log(_text(BY_ID["f034_bge_m3_extensible_disabled"]))
+    assert log.extensible_disabled == "the model has no KV cache" and log.measured_kv is None
+    imex = "(EngineCore pid=1) INFO 11-20 [config/vllm.py:3256] Extensible KV cache off: without an IMEX channel, KV"
+    assert parse_startup_log(imex).extensible_disabled == "without an IMEX channel"
+
+
+def test_a_0_34_kv_cache_too_small_after_warm_up_fails_before_its_pool_is_settled() -> None:
+    text = "\n".join(
+        [
+            '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/core/kv_cache_planning.py", line 1849, in '
+            "shrink_kv_cache_configs",
+            "Traceback (most recent call last):",
+            "ValueError: To serve at least one request with the model's max seq len (32768), (4.0 GiB KV cache is "
+            "needed, which is larger than the available KV cache memory (1.25 GiB). The KV cache gets what is "
+            "left after the model, its activations, CUDA graphs and warmup within `gpu_memory_utilization`=0.3",
+        ]
+    )
+    error = parse_startup_log(text).error
+    assert error is not None and error.kind == "kv_too_small"
+    assert (error.needed_gib, error.available_gib) == (4.0, 1.25)
+    assert (error.phase, error.after_kv_cache) == ("sizing the KV cache after warm-up", False)
 
 
 def test_the_two_summary_formats_split_the_usage_as_their_release_does() -> None:

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from colo.vllm.extra_args import DERIVED, SECRETS, extra_arg_refusal, options_set_by, parser_rules
+from colo.vllm.extra_args import (
+    DERIVED,
+    SECRETS,
+    extra_arg_refusal,
+    options_set_by,
+    parser_rules,
+    watched_spellings,
+)
+from colo.vllm.serve_cli import serve_tables
 
 # Every release whose sources the parser rules were read from.
 RELEASES = [
@@ -57,6 +65,7 @@ RELEASES = [
     "0.31.0",
     "0.32.0",
     "0.33.0",
+    "0.34.0",
 ]
 
 
@@ -116,6 +125,14 @@ SPELLINGS: list[tuple[str, str, str, str]] = [
     ("--api-key=sk-123", "0.8.0", "", "--api-key"),
     ("--api_key", "0.8.0", "", "--api-key"),
     ("--hf-tok=hf_abc", "0.8.0", "", "--hf-token"),
+    # aliases the release's own table registers with a derived option
+    ("--device-memory-utilization=0.99", "0.31.0", "", "--gpu-memory-utilization"),
+    ("--device-mem=0.99", "0.31.0", "", "--gpu-memory-utilization"),
+    # vLLM 0.34's extensible KV cache switch, in each spelling its BooleanOptionalAction registers
+    ("--enable-extensible-kv-cache", "0.34.0", "", "--enable-extensible-kv-cache"),
+    ("--no-enable-extensible-kv-cache", "0.34.0", "", "--enable-extensible-kv-cache"),
+    ("--disable-extensible-kv-cache", "0.34.0", "", "--enable-extensible-kv-cache"),
+    ("--disable_extensible_kv", "0.34.0", "", "--enable-extensible-kv-cache"),
 ]
 
 
@@ -129,7 +146,7 @@ def test_every_spelling_of_a_derived_flag_or_secret_is_read_as_that_flag(
 ) -> None:
     releases = _releases(first, last)
     assert releases
-    misread = [v for v in releases if option not in options_set_by(spelling, parser_rules(v))]
+    misread = [v for v in releases if option not in options_set_by(spelling, parser_rules(v), v)]
     assert misread == []
     assert all(extra_arg_refusal(spelling, v) is not None for v in releases)
 
@@ -147,7 +164,7 @@ UNKNOWN_BEFORE: list[tuple[str, str]] = [
 def test_a_spelling_is_read_only_from_the_release_that_introduced_it(spelling: str, first: str) -> None:
     older = [v for v in RELEASES if _key(v) < _key(first)]
     assert older
-    assert all(options_set_by(spelling, parser_rules(v)) == set() for v in older)
+    assert all(options_set_by(spelling, parser_rules(v), v) == set() for v in older)
 
 
 OTHER_OPTIONS = [
@@ -171,7 +188,7 @@ OTHER_OPTIONS = [
 ]
 
 
-@pytest.mark.parametrize("version", ["0.8.0", "0.10.1.1", "0.12.0", "0.19.1", "0.33.0"])
+@pytest.mark.parametrize("version", ["0.8.0", "0.10.1.1", "0.12.0", "0.19.1", "0.33.0", "0.34.0"])
 @pytest.mark.parametrize("arg", OTHER_OPTIONS)
 def test_options_colo_does_not_derive_and_plain_values_pass(arg: str, version: str) -> None:
     assert extra_arg_refusal(arg, version) is None
@@ -189,6 +206,29 @@ def test_a_refusal_names_the_stack_key_to_use_instead() -> None:
     assert "--gpu-memory-utilization" in message and "gpuMemoryUtilization" in message
     assert "maxModelLen" in (extra_arg_refusal("--max-model=9000", "0.19.1") or "")
     assert "cudagraphCaptureSizes" in (extra_arg_refusal("-O3", "0.19.1") or "")
+
+
+def test_the_extensible_kv_cache_switch_names_the_sizing_key() -> None:
+    reason = extra_arg_refusal("--no-enable-extensible-kv-cache", "0.34.0")
+    assert reason is not None and "`kvCacheSizing`" in reason and "measured" in reason and "pinned" in reason
+
+
+def test_an_alias_is_watched_only_in_the_releases_that_register_it() -> None:
+    """Before 0.31 `--device-memory-utilization` is no option: vLLM refuses it itself, as an unknown one."""
+    assert extra_arg_refusal("--device-memory-utilization=0.99", "0.30.0") is None
+    assert "--device-memory-utilization" in watched_spellings("0.31.0")
+
+
+def test_no_option_vllm_accepts_is_a_strict_prefix_of_a_watched_spelling_of_another() -> None:
+    """argparse takes an exact option over a prefix match, so such an option would be refused wrongly."""
+    clashes = []
+    for table in serve_tables():
+        watched = watched_spellings(table.first)
+        real = {s for option in table.options.values() for s in option.strings if s.startswith("--")}
+        clashes += [
+            (table.first, r, w) for r in real - set(watched) for w in watched if w != r and w.startswith(r)
+        ]
+    assert clashes == []
 
 
 def test_a_secret_names_the_secret_key_to_use() -> None:

@@ -10,7 +10,7 @@ from colo.catalog import GIB
 from colo.vllm.checkpoint.catalog import catalog_architecture
 from colo.vllm.process.cudagraph import default_capture_sizes
 from colo.vllm.process.kv_cache import kv_capacity, kv_geometry
-from colo.vllm.rules import rules_for, supported_range
+from colo.vllm.rules import SUPPORT_DAYS, rules_for, supported_range
 from tests.vllm.helpers import process, sized
 
 
@@ -174,8 +174,25 @@ def test_sampler_profile_shrinks_when_top_k_top_p_stops_sorting_in_017() -> None
 
 
 def test_versions_outside_the_mirrored_range_are_refused_with_the_range() -> None:
-    first, last = supported_range()
-    with pytest.raises(ValueError, match=rf"{re.escape(first)} to {re.escape(last)}"):
+    last = supported_range()[1]
+    with pytest.raises(ValueError, match=rf"older than 0\.8\.0.*\(0\.8\.0 to {re.escape(last)}\)"):
         rules_for("0.7.3")
-    with pytest.raises(ValueError, match="outside"):
+    with pytest.raises(ValueError, match=rf"newer than {re.escape(last)}, the newest release"):
         rules_for("0.40.0")
+
+
+def test_a_newer_release_is_refused_with_the_newest_mirrored_one_and_the_override_at_the_users_risk() -> None:
+    last = supported_range()[1]
+    with pytest.raises(ValueError) as refused:
+        rules_for("0.99.0")
+    message = str(refused.value)
+    assert f"pin {last}" in message
+    assert f'set vllm.assumeRulesOf: "{last}" on the server' in message
+    assert f"--assume-rules-of {last}" in message and "at your own risk" in message
+    assert f"within {SUPPORT_DAYS} days" in message
+
+
+def test_a_patch_release_of_the_newest_minor_follows_it_without_an_override() -> None:
+    last = supported_range()[1]
+    major, minor, _ = last.split(".", 2)
+    assert rules_for(f"{major}.{minor}.9").last == last

@@ -28,13 +28,14 @@ CORPUS = {" ".join(line): line for line in yaml.safe_load((HERE / "serve_cli_cor
 MODEL = ORACLE["model"]
 COLO_ARGS = [MODEL, *ORACLE["colo_args"]]  # what colo passes before the extra arguments
 
-# Every final vLLM release from 0.8.0 to 0.33.0.
+# Every final vLLM release from 0.8.0 to 0.34.0.
 RELEASES = [
     "0.8.0", "0.8.1", "0.8.2", "0.8.3", "0.8.4", "0.8.5", "0.8.5.post1", "0.9.0", "0.9.0.1", "0.9.1", "0.9.2",
     "0.10.0", "0.10.1", "0.10.1.1", "0.10.2", "0.11.0", "0.11.1", "0.11.2", "0.12.0", "0.13.0", "0.14.0",
     "0.14.1", "0.15.0", "0.15.1", "0.16.0", "0.17.0", "0.17.1", "0.18.0", "0.18.1", "0.19.0", "0.19.1",
     "0.20.0", "0.20.1", "0.20.2", "0.21.0", "0.22.0", "0.22.1", "0.23.0", "0.24.0", "0.25.0", "0.25.1",
     "0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0",
+    "0.34.0",
 ]  # fmt: skip
 
 
@@ -332,9 +333,9 @@ def test_every_typed_option_has_its_type_rule() -> None:
 def test_a_release_outside_the_mirrored_ones_is_refused() -> None:
     with pytest.raises(ValueError, match="outside the releases whose `vllm serve` arguments colo mirrors"):
         serve_cli("0.7.3")
-    with pytest.raises(ValueError, match=r"0\.8\.0 to 0\.33\.0"):
-        serve_cli("0.34.0")
-    assert serve_cli("0.33.1").first == serve_cli("0.33.0").first  # a patch release follows its minor
+    with pytest.raises(ValueError, match=r"0\.8\.0 to 0\.34\.0"):
+        serve_cli("0.35.0")
+    assert serve_cli("0.34.1").first == serve_cli("0.34.0").first  # a patch release follows its minor
 
 
 def test_deprecated_options_are_named_with_what_the_release_says() -> None:

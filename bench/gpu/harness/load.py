@@ -171,6 +171,7 @@ def summarise(spec: ClientSpec, results: list[RequestResult], wall_s: float) -> 
         "ttft_p90_s": _percentile(ttft, 0.9),
         "ttft_mean_s": round(statistics.fmean(ttft), 4) if ttft else None,
         "tpot_p50_s": _percentile(tpot, 0.5),
+        "requests_per_s": round(len(done) / wall_s, 2) if wall_s > 0 else None,
         "output_tokens": tokens,
         "output_tokens_per_s": round(tokens / wall_s, 1) if wall_s > 0 and tokens else None,
     }

@@ -6,10 +6,12 @@ The spec (bench/gpu/make_spec.py writes it from `colo plan --format json`) names
 catalog config, the servers with the plan's own arguments, and the actions in order:
 `{"start": NAME, "timeout_s": S, "expect": "ready"|"refused", "as": LABEL}` (`as` names the log of a second
 start of the same server, e.g. a restart on a warm compile cache), `{"load": {label, duration_s, clients}}`,
-`{"stop": NAME}` and `{"smi": LABEL}`. Servers still running at the end are stopped; nothing else is. A server
-the spec marks `"probe": true` runs with harness.startup_probe installed (probe_site first on its PYTHONPATH),
-which writes `logs/<log name>-probe-<pid>.json` from its engine process.
-Every action checks the spec's deadline first, so the run ends (and writes its results) within it.
+`{"stop": NAME}`, `{"smi": LABEL}` and `{"mps": "start"|"stop"|"status"}`. A server the spec marks
+`"probe": true` runs with harness.startup_probe installed (probe_site first on its PYTHONPATH), which writes
+`logs/<log name>-probe-<pid>.json` from its engine process. A spec with `"mps": true` runs a private CUDA MPS
+control daemon (harness.mps) when told to; a server with `"mps_client": true` starts as its client, one with
+false away from it. Servers still running at the end are stopped, then the daemon is told to quit; nothing else
+is touched. Every action checks the spec's deadline first, so the run ends (and writes its results) within it.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any
 from .gpu_state import Sampler, snapshots
 from .load import ClientSpec, run_phase
 from .model_dirs import write_model_dir
+from .mps import MpsDaemon, group_pids
 from .servers import Running, ServerSpec, start, stop, stop_all, wait_ready
 
 PROBE_SITE = Path(__file__).resolve().parent / "probe_site"  # its sitecustomize installs startup_probe
@@ -113,6 +116,7 @@ class Run:
     t0: float = field(default_factory=time.monotonic)
     running: dict[str, Running] = field(default_factory=dict)
     records: list[dict[str, Any]] = field(default_factory=list)
+    mps: MpsDaemon | None = None  # the run's MPS control daemon, where the spec asks for one
 
     @property
     def logs(self) -> Path:
@@ -163,6 +167,8 @@ class Run:
             env["PYTHONPATH"] = os.pathsep.join(
                 p for p in (str(PROBE_SITE), self.env().get("PYTHONPATH", "")) if p
             )
+        if self.mps is not None:  # as the pod sets it: every server a client, or (time-slice) none
+            env.update(self.mps.client_env(bool(data.get("mps_client", False))))
         return ServerSpec(
             name=name,
             port=int(data["port"]),
@@ -173,6 +179,26 @@ class Run:
             ),
             env=env,
         )
+
+    def mps_status(self, label: str) -> None:
+        if self.mps is None or not self.mps.started:
+            return
+        servers = {name: group_pids(r.process.pid) for name, r in self.running.items()}
+        self.record("mps", step="status", label=label, **self.mps.status(servers))
+
+    def do_mps(self, step: str) -> None:
+        if self.mps is None:
+            self.record("skip", what=f"mps {step}", why="the spec runs no MPS daemon (mps: true)")
+        elif step == "start":
+            self.record("mps", step="start", **self.mps.start())
+            if not self.mps.started:
+                raise StartFailed("the MPS control daemon did not start; the clients after it need it")
+        elif step == "stop":  # its clients first, as the pod stops its servers before the daemon's sidecar
+            for name in reversed(list(self.running)):
+                self.do_stop(name)
+            self.record("mps", step="stop", **self.mps.stop())
+        else:
+            self.mps_status(step)
 
     def do_start(self, action: Mapping[str, Any]) -> None:
         name = str(action["start"])
@@ -213,15 +239,17 @@ class Run:
         else:
             stop(self.running.pop(name))
         self.smi(f"after-start-{log_name}")
+        self.mps_status(f"after-start-{log_name}")
         if outcome != "ready" and expect == "ready":
             raise StartFailed(f"{name} did not start ({outcome}); the actions after it need it")
 
     def do_load(self, phase: Mapping[str, Any]) -> None:
         label = str(phase["label"])
-        duration = min(float(phase.get("duration_s", 60)), self.remaining_s - 10)
+        wanted = float(phase.get("duration_s", 60))
+        duration = min(wanted, self.remaining_s - 10)
         clients = [ClientSpec.from_json(c) for c in phase["clients"]]
         missing = [c.server for c in clients if c.server not in self.running]
-        if missing or duration < 10:
+        if missing or duration < min(wanted, 10):  # a short phase runs whole or not at all
             why = f"servers not running: {missing}" if missing else f"deadline: {self.remaining_s:.0f} s left"
             self.record("skip", what=f"load {label}", why=why)
             return
@@ -256,6 +284,8 @@ class Run:
             self.do_stop(str(action["stop"]))
         elif "smi" in action:
             self.smi(str(action["smi"]))
+        elif "mps" in action:
+            self.do_mps(str(action["mps"]))
 
     def execute(self) -> None:
         self.logs.mkdir(parents=True, exist_ok=True)
@@ -268,6 +298,8 @@ class Run:
             self.record("abort", why=str(exc))
         for name in reversed(list(self.running)):  # as a pod's containers stop: the last started first
             self.do_stop(name)
+        if self.mps is not None and self.mps.started:  # the daemon last, as the pod's sidecar stops last
+            self.do_mps("stop")
         self.smi("end")
 
 
@@ -307,10 +339,14 @@ def main(argv: list[str] | None = None) -> int:
     prepare(spec, args.workdir)
     executable = args.executable or vllm_executable(args.workdir)
     run = Run(spec, args.out, args.workdir, executable)
+    if spec.get("mps"):
+        run.mps = MpsDaemon(args.workdir / "mps", run.env())
     try:
         run.execute()
     finally:
         stop_all(list(run.running.values()))
+        if run.mps is not None and run.mps.started:
+            run.records.append({"t": _now(run.t0), "action": "mps", "step": "stop", **run.mps.stop()})
         (args.out / "results.json").write_text(json.dumps({"spec": spec, "records": run.records}, indent=1))
         pack(args.out)
     return 0

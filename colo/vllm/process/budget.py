@@ -56,6 +56,8 @@ from colo.vllm.process.kv_cache import (
     kv_geometry,
     max_model_len_for,
 )
+from colo.vllm.process.mm_profile import encoder_profile
+from colo.vllm.process.non_torch import non_torch_growth
 from colo.vllm.process.pipeline import Stage
 from colo.vllm.process.tp_comm import TpCommunication, tp_communication
 from colo.vllm.process.weights import estimate_weights
@@ -84,6 +86,10 @@ class ProcessSpec:
     tensor_parallel_size: int = 1
     # official images ship FlashInfer; a plain pip install before 0.14 does not
     flashinfer_installed: bool = True
+    # the build's PyTorch ("2.11.0+cu130"): its libraries' non-torch state is measured per build (None: unknown)
+    torch_release: str | None = None
+    # --enable-prefix-caching as the server sets it (None: the release's default), for recurrent-state pages
+    prefix_caching: bool | None = None
     # TP ranks reach each other directly (NVLink, PCIe P2P); False: NCCL stages through host memory
     peer_to_peer: bool = True
     # the ranks share one NVSwitch board (HGX: p4d, p4de, p5, p5e, p5en), where NCCL uses NVLink SHARP
@@ -230,6 +236,9 @@ class ProcessBudget:
     others_bytes: int = 0  # what other processes hold when this one profiles (counts under global accounting)
     communication: TpCommunication = field(default_factory=TpCommunication)
     measured: MeasuredSizing | None = None  # 0.34+: the pool sized after warm-up
+    # the graph estimate's executables the driver keeps from inside the profiling window (0.18-0.26): counted in
+    # non_torch_bytes, and the capture reuses them, so they are not outside the budget a second time
+    graph_profile_in_non_torch: int = 0
 
     @property
     def sizing(self) -> Literal["profiled", "measured", "pinned"]:
@@ -249,8 +258,10 @@ class ProcessBudget:
         where the pool is sized after warm-up, which measures the captured graphs inside the request."""
         if self.measured is not None:
             return 0
-        return self.graphs.resident_bytes - (
-            self.graphs.estimate_bytes if self.graph_estimate_in_budget else 0
+        return (
+            self.graphs.resident_bytes
+            - self.graph_profile_in_non_torch
+            - (self.graphs.estimate_bytes if self.graph_estimate_in_budget else 0)
         )
 
     @property
@@ -315,6 +326,7 @@ def geometry_for(spec: ProcessSpec, *, whole_model: bool = False) -> KvGeometry 
         tensor_parallel_size=spec.tensor_parallel_size,
         rules=spec.rules,
         stage=None if whole_model else spec.stage,
+        prefix_caching=spec.prefix_caching,
     )
 
 
@@ -358,6 +370,7 @@ def _startup(spec: ProcessSpec, free_seen: int, requested: int) -> StartupCheck:
 
 def _activation(spec: ProcessSpec, consts: MeasuredConstants) -> ActivationPeak:
     rows = min(spec.limits.max_num_seqs, spec.limits.max_num_batched_tokens)
+    encoder = _encoder_share(spec)
     sampler = sampler_profile(
         spec.rules,
         consts.sampler_bytes_per_logit,
@@ -375,9 +388,35 @@ def _activation(spec: ProcessSpec, consts: MeasuredConstants) -> ActivationPeak:
         pooling=spec.pooling,
         sampler=sampler,
         tensor_parallel_size=spec.tensor_parallel_size,
-        mm_kept_bytes=encoder_profile_kept_bytes(spec.arch) if spec.mm_encoder_profiled else 0,
+        mm_kept_bytes=encoder.kept_bytes,
+        mm_encoder_bytes=encoder.peak_bytes,
         stage=spec.stage,
     )
+
+
+@dataclass(frozen=True)
+class _EncoderShare:
+    kept_bytes: int = 0  # what the encoder profile keeps alive through the text pass
+    peak_bytes: int = 0  # the tower's own transient peak, which comes first
+
+
+def _encoder_share(spec: ProcessSpec) -> _EncoderShare:
+    """The multimodal encoder's part of the profile: the batch of maximum-size items vLLM profiles it with
+    (colo.vllm.process.mm_profile), or, for a tower that module does not size, the one item colo read before."""
+    if not spec.mm_encoder_profiled:
+        return _EncoderShare()
+    profile = encoder_profile(
+        spec.arch,
+        max_model_len=spec.limits.max_model_len,
+        max_num_batched_tokens=spec.limits.max_num_batched_tokens,
+        max_num_seqs=spec.limits.max_num_seqs,
+        mm_limits=dict(spec.mm_limits),
+        tensor_parallel_size=spec.tensor_parallel_size,
+        items_rule=spec.rules.mm_profile_batch,
+    )
+    if not profile.sized:
+        return _EncoderShare(encoder_profile_kept_bytes(spec.arch))
+    return _EncoderShare(profile.kept_bytes, profile.peak_bytes)
 
 
 def _communication(spec: ProcessSpec, consts: MeasuredConstants) -> TpCommunication:
@@ -472,13 +511,14 @@ def size_process(spec: ProcessSpec, *, free_before_bytes: int | None = None) -> 
     ).bytes
     peak = _activation(spec, consts)
     activation = peak.peak_bytes
-    growth_mib = (
-        consts.non_torch_growth_mib_cublas_in_baseline
-        if spec.rules.cublas_in_baseline
-        else consts.non_torch_growth_mib
-    )
-    non_torch = growth_mib * MIB + communication.in_budget
     graphs = _graphs(spec, consts)
+    growth = non_torch_growth(
+        spec.rules,
+        consts,
+        torch_release=spec.torch_release,
+        graph_profile_executable_bytes=graphs.profile_executable_bytes,
+    )
+    non_torch = growth.total_bytes + communication.in_budget
     in_budget = spec.graph_estimate_subtracted
 
     if spec.kv_cache_memory_bytes is not None:
@@ -519,6 +559,7 @@ def size_process(spec: ProcessSpec, *, free_before_bytes: int | None = None) -> 
         others if spec.rules.kv_accounting == "global" else 0,
         communication,
         measured,
+        growth.graph_profile_bytes,
     )
 
 

@@ -107,6 +107,22 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(f"data: {json.dumps(usage)}\n\ndata: [DONE]\n\n".encode())
 
 
+def mps_connect() -> Path | None:
+    """As CUDA does: a client of the MPS daemon whose control socket is in CUDA_MPS_PIPE_DIRECTORY, else a plain
+    context. The fake daemon (tests/bench/gpu/fake_mps_control.sh) lists the files under clients/ as clients."""
+    pipe = os.environ.get("CUDA_MPS_PIPE_DIRECTORY")
+    if not pipe or not (Path(pipe) / "control").exists():
+        print("fake vllm: plain CUDA context (no MPS daemon)", flush=True)
+        return None
+    share = os.environ.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "100")
+    print(f"fake vllm: MPS client at {share} % threads", flush=True)
+    clients = Path(pipe) / "clients"
+    clients.mkdir(exist_ok=True)
+    mine = clients / str(os.getpid())
+    mine.write_text(share)
+    return mine
+
+
 def main() -> int:
     args = sys.argv[1:]
     if not args or args[0] != "serve":
@@ -143,16 +159,22 @@ def main() -> int:
     states = [root / f"{gpu}-{os.getpid()}" for gpu in visible] or [root / str(os.getpid())]
     for state in states:
         state.write_text(os.environ.get("FAKE_VLLM_MIB", "1000"))
+    client = mps_connect()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     print("\n".join(startup_lines(options)), flush=True)
     # what the harness's startup probe (probe_site/sitecustomize.py) installed in this process, if anything
     print(f"fake vllm: probe {'installed' if 'colo_startup_probe' in sys.modules else 'absent'}", flush=True)
+    # socketserver's default backlog of 5 resets connections when a load phase opens 16 and more at once on a
+    # busy machine; a real server's backlog is far larger
+    ThreadingHTTPServer.request_queue_size = 128
     server = ThreadingHTTPServer(("127.0.0.1", int(_arg(options, "--port", "8000") or 8000)), Handler)
     try:
         server.serve_forever()
     finally:
         for state in states:
             state.unlink(missing_ok=True)
+        if client is not None:
+            client.unlink(missing_ok=True)
     return 0
 
 

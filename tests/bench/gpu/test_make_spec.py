@@ -106,3 +106,43 @@ def test_server_options_for_an_unplanned_server_or_an_unknown_key_are_refused(
         build_spec({**run, "server_options": {"chat-llm": {"probe": True}}}, dense_plans)
     with pytest.raises(SpecError, match="unknown key port"):
         build_spec({**run, "server_options": {"dense-llm": {"port": 1}}}, dense_plans)
+
+
+def test_the_mps_run_copies_planned_servers_changing_only_port_environment_and_client() -> None:
+    run = yaml.safe_load((HERE / "runs" / "mps.yaml").read_text())
+    plans = {"h200-mps": plan_json("h200-mps")}
+    spec = build_spec(run, plans)
+    assert spec["mps"] is True
+    servers = spec["servers"]
+    planned = _planned_args(plans["h200-mps"], "mps14-embedding")
+    capped = servers["emb-mps25"]
+    assert capped["args"] == [*planned[:5], "--port", "8012", *planned[7:]]  # only the port differs
+    assert capped["env"] == {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "25"} and capped["mps_client"] is True
+    assert servers["emb-ts"]["mps_client"] is False and servers["emb-ts"]["env"] == {}
+    assert capped["stands_for"] == [] and servers["emb-ts"]["stands_for"] == []
+    assert servers["emb-mps"]["stands_for"] == ["mps14-embedding", "mps30-embedding"]
+    assert servers["mps14-llm-mps"]["stands_for"] == ["mps14-llm"]
+    assert servers["mps14-llm-mps"]["args"] == _planned_args(plans["h200-mps"], "mps14-llm")
+    assert servers["mps30-llm-ts"]["mps_client"] is False
+    assert spec["actions"][0] == {"mps": "start"} and spec["actions"][-1] == {"mps": "stop"}
+    ports = {c["server"]: c["port"] for a in spec["actions"] if "load" in a for c in a["load"]["clients"]}
+    assert (ports["emb-mps"], ports["emb-mps25"], ports["emb-ts"], ports["mps14-llm-mps"]) == (
+        8011,
+        8012,
+        8013,
+        8000,
+    )
+
+
+def test_a_derived_server_must_come_from_a_planned_one_and_stand_only_for_equal_arguments(
+    dense_plans: dict[str, Any],
+) -> None:
+    def run(entry: dict[str, Any]) -> dict[str, Any]:
+        return {"name": "t", "deadline_s": 60, "derived": [entry], "actions": []}
+
+    with pytest.raises(SpecError, match="no planned stack has"):
+        build_spec(run({"name": "x", "from": "chat-llm"}), dense_plans)
+    with pytest.raises(SpecError, match="their planned arguments differ"):
+        build_spec(run({"name": "x", "from": "dense-llm", "stands_for": ["eager-llm"]}), dense_plans)
+    with pytest.raises(SpecError, match="named like another server"):
+        build_spec(run({"name": "dense-llm", "from": "dense-llm"}), dense_plans)

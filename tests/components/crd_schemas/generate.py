@@ -6,6 +6,11 @@ Descriptions are dropped (size); every object that lists its properties and does
 `additionalProperties: false`, as `kubernetes-validate --strict` does for built-in kinds (the API server would
 prune an unknown field silently, which is how a typo goes unnoticed); `apiVersion` and `kind` are pinned; a
 case-insensitive Go pattern `^(?i)...` is written `(?i)^...` for Python's re.
+
+Karpenter's CRDs are vendored as CRDs (karpenter/), so the control-plane tests can install them and the API server
+applies their CEL rules; their schemas are made from those files when a test asks (crd_schemas.crd_schema):
+
+    python tests/components/crd_schemas/generate.py --vendor CRD.yaml SOURCE > tests/components/crd_schemas/karpenter/<file>
 """
 
 from __future__ import annotations
@@ -46,6 +51,24 @@ def schema(crd: dict[str, Any], source: str) -> dict[str, Any]:
     return {"$schema": "http://json-schema.org/draft-07/schema#", "$comment": source, **body}
 
 
+def _without_descriptions(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_without_descriptions(item) for item in node]
+    if isinstance(node, dict):
+        return {key: _without_descriptions(value) for key, value in node.items() if key != "description"}
+    return node
+
+
+def vendored(crd: dict[str, Any], source: str) -> str:
+    """The CRD as published but for its descriptions (size), with a first line that cites it."""
+    body = yaml.safe_dump(_without_descriptions(crd), sort_keys=False, width=200)
+    return f"# {source}; descriptions dropped by tests/components/crd_schemas/generate.py --vendor\n{body}"
+
+
 if __name__ == "__main__":
-    path, source = Path(sys.argv[1]), sys.argv[2]
-    print(json.dumps(schema(yaml.safe_load(path.read_text()), source), indent=1, sort_keys=True))
+    if sys.argv[1] == "--vendor":
+        path, source = Path(sys.argv[2]), sys.argv[3]
+        print(vendored(yaml.safe_load(path.read_text()), source), end="")
+    else:
+        path, source = Path(sys.argv[1]), sys.argv[2]
+        print(json.dumps(schema(yaml.safe_load(path.read_text()), source), indent=1, sort_keys=True))

@@ -50,6 +50,15 @@ def test_a_name_newer_than_the_release_says_when_it_arrived() -> None:
         check_quantization_name("mxfp4", "0.10.0")
 
 
+def test_0_34_drops_fp_quant_and_adds_w4afp8_and_two_online_shorthands() -> None:
+    check_quantization_name("fp_quant", "0.33.0")
+    with pytest.raises(QuantizationRefused, match=r"removed before 0\.34\.0"):
+        check_quantization_name("fp_quant", "0.34.0")
+    assert {"w4afp8", "lut_b_moe", "mxfp4_hadamard32"} <= set(quantization_names("0.34.0"))
+    with pytest.raises(QuantizationRefused, match=r"added in 0\.34\.0"):
+        check_quantization_name("w4afp8", "0.33.0")
+
+
 def test_nvfp4_was_renamed_modelopt_fp4_in_0_9() -> None:
     assert "nvfp4" in quantization_names("0.8.5") and "modelopt_fp4" not in quantization_names("0.8.5")
     assert "modelopt_fp4" in quantization_names("0.9.0") and "nvfp4" not in quantization_names("0.9.0")

@@ -192,9 +192,13 @@ def test_vllms_budget_takes_its_estimate_off_the_kv_pool_and_the_footprint_holds
 ):
     b = _h200(MOE)
     assert b.graph_estimate_in_budget  # V1 on 0.22: subtracted
-    assert b.graphs_outside_budget_bytes == b.graphs.resident_bytes - b.graphs.estimate_bytes
+    # the estimate's own graphs, kept by the driver from inside the profiling window (0.18-0.26), are non-torch
+    # growth: charged once there, and not again outside the budget
+    profiled = b.graph_profile_in_non_torch
+    assert profiled > 0
+    assert b.graphs_outside_budget_bytes == b.graphs.resident_bytes - profiled - b.graphs.estimate_bytes
     eager = size_process(replace(b.spec, enforce_eager=True))
-    assert b.kv_bytes == eager.kv_bytes - b.graphs.estimate_bytes
+    assert b.kv_bytes == eager.kv_bytes - b.graphs.estimate_bytes - profiled
 
 
 # --- against the H200 runs of vLLM 0.22.0 (bench/gpu/results/2026-12-02-h200-vllm-0.22.0.md). The dense V2

@@ -1,0 +1,92 @@
+"""Measured interference between co-located servers (interference.yaml): what a busy companion cost an LLM under
+each sharing mode, and what the companion got done meanwhile, each measurement labelled with what it ran on."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+LATENCY_TERMS = ("c1_ttft", "c1_tpot", "c16_ttft", "c16_tpot")
+
+
+@dataclass(frozen=True)
+class SharingSetting:
+    """One row: the LLM beside its busy companions under `sharing`, with the companions capped and flagged so."""
+
+    sharing: str  # time-slice | mps
+    companion_cap: int | None  # CUDA_MPS_ACTIVE_THREAD_PERCENTAGE of the companions; None: uncapped
+    companion_flags: tuple[str, ...]  # vLLM flags the companions ran with beyond colo's plan
+    llm_cost_percent: Mapping[str, float]  # over the LLM alone, by LATENCY_TERMS
+    companion_per_s: tuple[float, float]  # the companions' requests per second, lowest and highest phase
+
+
+@dataclass(frozen=True)
+class Measurement:
+    id: str
+    gpu: str
+    vllm: str
+    llm: str
+    companions: tuple[str, ...]
+    llm_load: str
+    companion_load: str
+    noise: str
+    alone: Mapping[str, Mapping[str, float]]
+    settings: tuple[SharingSetting, ...]
+    source: str
+
+    @property
+    def label(self) -> str:
+        """What the numbers were measured on, said beside every one of them."""
+        return (
+            f"{self.gpu}, vLLM {self.vllm}, {self.llm} beside {' and '.join(self.companions)}; LLM: "
+            f"{self.llm_load}; companions: {self.companion_load}"
+        )
+
+    def setting(self, sharing: str, cap: int | None) -> SharingSetting | None:
+        """The row of `sharing` with the companions at `cap` and no flags beyond the plan's."""
+        return next(
+            (
+                s
+                for s in self.settings
+                if s.sharing == sharing and s.companion_cap == cap and not s.companion_flags
+            ),
+            None,
+        )
+
+
+def _setting(raw: Mapping[str, Any]) -> SharingSetting:
+    low, high = raw["companion_per_s"]
+    return SharingSetting(
+        sharing=str(raw["sharing"]),
+        companion_cap=raw.get("companion_cap"),
+        companion_flags=tuple(str(f) for f in raw.get("companion_flags", [])),
+        llm_cost_percent={term: float(raw["llm_cost_percent"][term]) for term in LATENCY_TERMS},
+        companion_per_s=(float(low), float(high)),
+    )
+
+
+def _measurement(raw: Mapping[str, Any]) -> Measurement:
+    return Measurement(
+        id=str(raw["id"]),
+        gpu=str(raw["gpu"]),
+        vllm=str(raw["vllm"]),
+        llm=str(raw["llm"]),
+        companions=tuple(str(c) for c in raw["companions"]),
+        llm_load=str(raw["llm_load"]),
+        companion_load=str(raw["companion_load"]),
+        noise=str(raw["noise"]),
+        alone={load: dict(figures) for load, figures in raw["alone"].items()},
+        settings=tuple(_setting(s) for s in raw["settings"]),
+        source=" ".join(str(raw["source"]).split()),
+    )
+
+
+@cache
+def interference_measurements() -> tuple[Measurement, ...]:
+    raw = yaml.safe_load(resources.files("colo.catalog").joinpath("interference.yaml").read_text())
+    return tuple(_measurement(entry) for entry in raw["measurements"])
