@@ -88,20 +88,8 @@ def _capacity_lines(view: dict[str, Any]) -> list[str]:
 
 def _pair_lines(pair: dict[str, Any], markdown: bool) -> list[str]:
     """One pair: its verdict, its servers' budgets, the startup checks, notes and `vllm serve` lines."""
-    verdict = "fits" if pair["feasible"] else "DOES NOT FIT"
-    head = "### " if markdown else ""
     group = pair["group"]
-    where = f"GPU {pair['gpu']}"
-    if group:
-        where = f"GPUs {pair['gpus'][0]}-{pair['gpus'][-1]} (tensor parallel {group['tensor_parallel_size']})"
-    fullest = " on the fullest GPU" if group else ""
-    lines = [
-        "",
-        f"{head}pair {pair['name']} -> node {pair['node']} {where}: {verdict}; predicted "
-        f"nvidia-smi used {pair['predicted_used_mib']} MiB, free {pair['predicted_free_mib']} MiB{fullest} "
-        f"(safety margin {pair['safety_margin_mib']} MiB)",
-        "",
-    ]
+    lines = ["", _pair_headline(pair, markdown), ""]
     lines += (_markdown if markdown else _table)([h for h, _ in COLUMNS], _rows(pair))
     lines.append("")
     checks = ", ".join(
@@ -127,6 +115,22 @@ def _pair_lines(pair: dict[str, Any], markdown: bool) -> list[str]:
             )
         lines.append(f"{server['name']} ({server['image']}): vllm serve {json.dumps(server['vllm_args'])}")
     return lines
+
+
+def _pair_headline(pair: dict[str, Any], markdown: bool) -> str:
+    """Where the pair runs (a tensor-parallel pair: its GPUs), its verdict and nvidia-smi's used and free."""
+    verdict = "fits" if pair["feasible"] else "DOES NOT FIT"
+    head = "### " if markdown else ""
+    group = pair["group"]
+    where = f"GPU {pair['gpu']}"
+    if group:
+        where = f"GPUs {pair['gpus'][0]}-{pair['gpus'][-1]} (tensor parallel {group['tensor_parallel_size']})"
+    fullest = " on the fullest GPU" if group else ""
+    return (
+        f"{head}pair {pair['name']} -> node {pair['node']} {where}: {verdict}; predicted "
+        f"nvidia-smi used {pair['predicted_used_mib']} MiB, free {pair['predicted_free_mib']} MiB{fullest} "
+        f"(safety margin {pair['safety_margin_mib']} MiB)"
+    )
 
 
 def _group_lines(group: dict[str, Any]) -> list[str]:
