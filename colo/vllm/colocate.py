@@ -262,76 +262,88 @@ def _decode_cost(decision: str) -> str:
 
 def _explain(server: ServerPlan, free_before: int, margin: int) -> list[Problem]:
     b = server.budget
-    path = server.config_path
-    gib = 1024**3
-    problems: list[Problem] = []
     # one suggestion for one config: the limit of the server as configured, whichever fallback was tried
     limit = _resident_limit_util(server.configured or b, free_before, margin)
+    problems: list[Problem] = []
     if b.measured is not None and b.measured.bound == "free" and b.capacity is not None:
         problems.append(_free_bound_problem(server, free_before, limit))
     if not b.startup.ok:
-        problems.append(
-            Problem(
-                f"{path}.gpuMemoryUtilization",
-                f"{b.startup.message} [vLLM's startup check: this server starts after the ones before it hold "
-                f"{(b.spec.gpu.cuda_total_bytes - free_before) / gib:.2f} GiB; fix: {_utilization_advice(limit)} "
-                f"(what fits beside its CUDA context, graphs outside vLLM's budget and the safety margin) or drop "
-                f"the override so colo derives it]",
-            )
-        )
+        problems.append(_startup_problem(server, free_before, limit))
     if not b.weights_fit:
         return [*problems, _weights_problem(server)]
     if b.errors and b.errors[0].startswith(GRAPH_PROFILE_OOM):
         return [
             *problems,
             Problem(
-                path,
+                server.config_path,
                 f"{b.errors[0]}; fixes: fewer cudagraphCaptureSizes (the temporary cache has as many blocks as the "
                 f"largest size), enforceEager: true, or a smaller maxModelLen",
             ),
         ]
-    for error in b.errors:
-        geometry = geometry_for(b.spec)
-        hint = ""
-        if geometry is not None and b.kv_bytes > 0:
-            fit = max_model_len_for(
-                geometry,
-                b.kv_bytes,
-                max_num_batched_tokens=b.spec.limits.max_num_batched_tokens,
-                num_speculative_tokens=b.spec.num_speculative_tokens,
-                upper=b.spec.limits.max_model_len,
-                sliding_inflight_batches=b.spec.rules.sliding_inflight_batches,
-            )
-            hint = f"; the KV pool holds one request of at most {fit} tokens"
-        problems.append(
-            Problem(
-                f"{path}.maxModelLen",
-                f"{error} [weights {b.weights_bytes / gib:.2f} GiB, activations {b.activation_bytes / gib:.2f} GiB, "
-                f"CUDA graphs {b.graphs.bytes / gib:.2f} GiB leave {b.kv_bytes / gib:.2f} GiB of KV cache{hint}; "
-                f"fixes: {_cumulative_fix(server, free_before, margin)}lower maxModelLen, set kvCacheDtype: fp8, use "
-                f"a smaller or quantized model, or give this pair a larger GPU{_margin_fix(server, margin)}]",
-            )
+    problems += [_kv_problem(server, error, free_before, margin) for error in b.errors]
+    return [*problems, *_resident_problems(server, free_before, margin, limit)]
+
+
+def _startup_problem(server: ServerPlan, free_before: int, limit: float) -> Problem:
+    b = server.budget
+    return Problem(
+        f"{server.config_path}.gpuMemoryUtilization",
+        f"{b.startup.message} [vLLM's startup check: this server starts after the ones before it hold "
+        f"{(b.spec.gpu.cuda_total_bytes - free_before) / 1024**3:.2f} GiB; fix: {_utilization_advice(limit)} "
+        f"(what fits beside its CUDA context, graphs outside vLLM's budget and the safety margin) or drop "
+        f"the override so colo derives it]",
+    )
+
+
+def _kv_problem(server: ServerPlan, error: str, free_before: int, margin: int) -> Problem:
+    """A KV pool vLLM refuses, with what took the memory and the longest request the pool would hold."""
+    b = server.budget
+    gib = 1024**3
+    geometry = geometry_for(b.spec)
+    hint = ""
+    if geometry is not None and b.kv_bytes > 0:
+        fit = max_model_len_for(
+            geometry,
+            b.kv_bytes,
+            max_num_batched_tokens=b.spec.limits.max_num_batched_tokens,
+            num_speculative_tokens=b.spec.num_speculative_tokens,
+            upper=b.spec.limits.max_model_len,
+            sliding_inflight_batches=b.spec.rules.sliding_inflight_batches,
         )
+        hint = f"; the KV pool holds one request of at most {fit} tokens"
+    return Problem(
+        f"{server.config_path}.maxModelLen",
+        f"{error} [weights {b.weights_bytes / gib:.2f} GiB, activations {b.activation_bytes / gib:.2f} GiB, "
+        f"CUDA graphs {b.graphs.bytes / gib:.2f} GiB leave {b.kv_bytes / gib:.2f} GiB of KV cache{hint}; "
+        f"fixes: {_cumulative_fix(server, free_before, margin)}lower maxModelLen, set kvCacheDtype: fp8, use "
+        f"a smaller or quantized model, or give this pair a larger GPU{_margin_fix(server, margin)}]",
+    )
+
+
+def _resident_problems(server: ServerPlan, free_before: int, margin: int, limit: float) -> list[Problem]:
+    """A server that started but holds more than the GPU has free, or eats into the safety margin."""
+    b = server.budget
+    gib = 1024**3
     if b.startup.ok and not b.errors and b.footprint_bytes > free_before:
-        problems.append(
+        return [
             Problem(
-                path,
+                server.config_path,
                 f"out of memory after startup: this server needs {b.footprint_bytes / gib:.2f} GiB resident "
                 f"(CUDA context {b.context_bytes / gib:.2f}, graphs outside vLLM's budget "
                 f"{b.graphs_outside_budget_bytes / gib:.2f}) but only "
                 f"{free_before / gib:.2f} GiB is free; fixes: {_utilization_advice(limit)}, shrink "
                 f"cudagraphCaptureSizes, or set enforceEager",
             )
-        )
-    elif b.ok and b.footprint_bytes > free_before - margin:
-        problems.append(
+        ]
+    if b.ok and b.footprint_bytes > free_before - margin:
+        return [
             Problem(
-                path,
+                server.config_path,
                 f"leaves {(free_before - b.footprint_bytes) / 2**20:.0f} MiB free, less than the safety margin of "
                 f"{margin / 2**20:.0f} MiB (colo:budget.safetyMarginMiB); {_utilization_advice(limit)}",
             )
-        )
-    return problems
+        ]
+    return []
 
 
 def _free_bound_problem(server: ServerPlan, free_before: int, limit: float) -> Problem:
