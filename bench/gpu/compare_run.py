@@ -5,7 +5,9 @@
 RUN_DIR holds what the runner wrote (results.json, logs.tar.gz). For each stack of the run, the logs of the
 processes that stood for its servers are laid out as `colo verify --logs` reads them (<pair>-<role>.log and
 .metrics) and verified; then every figure colo predicts is set beside what vLLM printed and nvidia-smi
-showed. Writes OUT.json (everything) and OUT.md (the tables).
+showed. A pair whose LLM spans GPUs gets a table per GPU of its group: each server's process there (the LLM's
+rank on it) beside its planned footprint, the rank's KV pool beside the one its own log lines give, and the
+GPU's free memory. Writes OUT.json (everything) and OUT.md (the tables).
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ if __package__ in (None, ""):  # run as a script: bench/gpu is not a package on 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.gpu.log_figures import figures as log_figures
-from bench.gpu.make_spec import STACKS
+from bench.gpu.log_figures import rank_figures
+from bench.gpu.make_spec import stack_file
 
 Row = tuple[str, Any, Any, Any]  # figure, colo's plan, vLLM's log, nvidia-smi
 
@@ -48,8 +51,8 @@ def verify_dir(spec: Mapping[str, Any], stack: str, logs: Path, into: Path) -> P
     return into
 
 
-def run_verify(stack: str, logs: Path) -> dict[str, Any]:
-    config = STACKS / f"Pulumi.{stack}.yaml"
+def run_verify(stack: str, logs: Path, gpu: str | None = None) -> dict[str, Any]:
+    config = stack_file(stack, gpu, logs.parent)  # the stack as the run planned it (another GPU: --gpu)
     done = subprocess.run(
         [
             sys.executable,
@@ -102,6 +105,86 @@ def process_memory(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, 
             if pid in owner:
                 seen[owner[pid]]["largest"] = max(seen[owner[pid]]["largest"], used)
     return seen
+
+
+def gpu_process_memory(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, dict[str, int]]]:
+    """Per started server and GPU (as nvidia-smi numbers it), the MiB of its processes there: after its start
+    and the most seen later; every process that appeared on a GPU after a server's start is that server's (the
+    LLM's worker of that GPU's rank). From runs that read every GPU (`per_gpu`)."""
+    owner: dict[tuple[str, int], str] = {}
+    seen: dict[str, dict[str, dict[str, int]]] = {}
+    ready = {r["server"] for r in records if r["action"] == "start" and r.get("outcome") == "ready"}
+    for record in records:
+        if record["action"] != "smi" or "per_gpu" not in record:
+            continue
+        label = str(record["label"])
+        for gpu, reading in record["per_gpu"].items():
+            apps = {int(a["pid"]): int(a["used_mib"]) for a in reading["apps"]}
+            server = label.removeprefix("after-start-")
+            if label.startswith("after-start-") and server in ready:
+                new = [pid for pid in apps if (gpu, pid) not in owner]
+                for pid in new:
+                    owner[(gpu, pid)] = server
+                if new:
+                    held = sum(apps[pid] for pid in new)
+                    seen.setdefault(server, {})[gpu] = {
+                        "after_start": held,
+                        "largest": held,
+                        "gpu_free_after_start": int(reading["free_mib"]),
+                    }
+            totals: dict[str, int] = {}
+            for pid, used in apps.items():
+                if (gpu, pid) in owner:
+                    totals[owner[(gpu, pid)]] = totals.get(owner[(gpu, pid)], 0) + used
+            for name, used in totals.items():
+                if gpu in seen.get(name, {}):
+                    seen[name][gpu]["largest"] = max(seen[name][gpu]["largest"], used)
+    return seen
+
+
+def group_report(
+    pair: Mapping[str, Any],
+    process_of: Mapping[str, str],
+    memory: Mapping[str, Mapping[str, Mapping[str, int]]],
+    logs: Path,
+) -> list[dict[str, Any]]:
+    """Every GPU of a tensor-parallel pair's group: the plan's servers there beside their processes, the rank's
+    KV pool beside its own log lines, the GPU's free memory once the LLM started."""
+    llm = pair["servers"][-1]["name"]
+    llm_process = process_of.get(llm, "")
+    log = logs / f"{llm_process}.log"
+    ranks = rank_figures(log.read_text(errors="replace")) if log.is_file() else {}
+    out = []
+    for gpu in pair["group"]["gpus"]:
+        node = str(int(gpu["gpu"]))  # the run puts GPU k of the group on the machine's GPU k (make_spec)
+        rows = []
+        for server in gpu["servers"]:
+            process = (
+                llm_process if server["name"].startswith(f"{llm} rank ") else process_of.get(server["name"])
+            )
+            observed = memory.get(process or "", {}).get(node, {})
+            rows.append(
+                {
+                    "server": server["name"],
+                    "plan_footprint_mib": server["footprint_mib"],
+                    "after_start_mib": observed.get("after_start"),
+                    "largest_mib": observed.get("largest"),
+                }
+            )
+        rank = ranks.get(f"rank{gpu['gpu']}", {})
+        out.append(
+            {
+                "gpu": gpu["gpu"],
+                "node_gpu": int(node),
+                "servers": rows,
+                "plan_kv_gib": gpu["servers"][-1]["kv_cache_gib"],
+                "logged_kv_gib": rank.get("kv_pool_gib"),
+                "logged_non_torch_gib": rank.get("profile_non_torch_gib"),
+                "plan_free_mib": gpu["predicted_free_mib"],
+                "observed_free_mib": memory.get(llm_process, {}).get(node, {}).get("gpu_free_after_start"),
+            }
+        )
+    return out
 
 
 def server_rows(
@@ -167,9 +250,12 @@ def compare(run_dir: Path, work: Path) -> dict[str, Any]:
     logs = work / "logs"
     process_of = _stands_for(spec)
     smi = process_memory(records)
+    per_gpu = gpu_process_memory(records)
     stacks: dict[str, Any] = {}
     for stack, plan in spec["plans"].items():
-        view = run_verify(stack, verify_dir(spec, stack, logs, work / "verify" / stack))
+        view = run_verify(
+            stack, verify_dir(spec, stack, logs, work / "verify" / stack), spec.get("stack_gpu")
+        )
         servers: dict[str, dict[str, Any]] = {}
         for pair in plan["pairs"]:
             for server in pair["servers"]:
@@ -205,11 +291,15 @@ def compare(run_dir: Path, work: Path) -> dict[str, Any]:
             }
             for p in plan["pairs"]
         ]
+        groups = {
+            p["name"]: group_report(p, process_of, per_gpu, logs) for p in plan["pairs"] if p.get("group")
+        }
         stacks[stack] = {
             "verify": view,
             "servers": servers,
             "plan_feasible": plan["feasible"],
             "pairs": pair_free,
+            "groups": groups,
         }
     loads = [r for r in records if r["action"] == "load"]
     return {
@@ -229,6 +319,31 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+def _group_lines(pair: str, gpus: Sequence[Mapping[str, Any]]) -> list[str]:
+    lines = [
+        f"### pair {pair}: every GPU of its group",
+        "",
+        "| GPU (node) | server | plan footprint MiB | nvidia-smi after start | most seen | rank KV GiB plan / log | "
+        "rank non-torch GiB (log) | GPU free MiB plan / observed |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for gpu in gpus:
+        for index, row in enumerate(gpu["servers"]):
+            rank = index == len(gpu["servers"]) - 1
+            lines.append(
+                f"| {gpu['gpu']} ({gpu['node_gpu']}) | {row['server']} | {row['plan_footprint_mib']} | "
+                f"{_cell(row['after_start_mib'])} | {_cell(row['largest_mib'])} | "
+                + (
+                    f"{_cell(gpu['plan_kv_gib'])} / {_cell(gpu['logged_kv_gib'])} | "
+                    f"{_cell(gpu['logged_non_torch_gib'])} | "
+                    f"{gpu['plan_free_mib']} / {_cell(gpu['observed_free_mib'])} |"
+                    if rank
+                    else "- | - | - |"
+                )
+            )
+    return [*lines, ""]
+
+
 def markdown(report: Mapping[str, Any]) -> str:
     lines = [f"# GPU run `{report['run']}`", ""]
     for stack, data in report["stacks"].items():
@@ -240,6 +355,8 @@ def markdown(report: Mapping[str, Any]) -> str:
                 f" observed {_cell(pair['observed_free_mib'])}",
                 "",
             ]
+        for pair_name, gpus in data.get("groups", {}).items():
+            lines += _group_lines(pair_name, gpus)
         for name, server in data["servers"].items():
             if server.get("not_run"):
                 lines += [f"### {name}: not run", ""]

@@ -100,3 +100,24 @@ def figures(text: str) -> dict[str, Any]:
         "compile_s": compile_s[0] if compile_s else None,
         "init_engine_s": init_s[0] if init_s else None,
     }
+
+
+# vLLM's multiprocessing workers prefix every line they print with their process name: "(Worker_TP1 pid=4242) "
+# (`v1/executor/multiproc_executor.py::WorkerProc.worker_main` names it Worker[_DP..][_PP..][_PCP..]_TP<rank>..,
+# and `utils/system_utils.py::decorate_logs` adds the prefix).
+_RANK = re.compile(r"\(Worker(?:_[A-Z]+\d+)*?_TP(\d+)(?:_[A-Z]+\d+)* pid=\d+\)")
+
+
+def rank_texts(text: str) -> dict[int, str]:
+    """Each tensor-parallel rank's own lines of a log, by rank; empty for a server of one process."""
+    lines: dict[int, list[str]] = {}
+    for line in text.splitlines():
+        found = _RANK.search(line)
+        if found:
+            lines.setdefault(int(found.group(1)), []).append(line)
+    return {rank: "\n".join(lines[rank]) for rank in sorted(lines)}
+
+
+def rank_figures(text: str) -> dict[str, dict[str, Any]]:
+    """The figures each rank logged (its profile, its KV memory, its graphs), by "rank<k>"."""
+    return {f"rank{rank}": figures(part) for rank, part in rank_texts(text).items()}

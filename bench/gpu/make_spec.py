@@ -15,6 +15,12 @@ A run with `mps: true` has the runner keep a private CUDA MPS control daemon (be
 `derived` servers are copies of planned ones that differ only in what the pod would add: another `--port` (so
 several copies can run at once), environment (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE), and whether they start as MPS
 clients (`mps_client`). Every other argument stays the plan's.
+
+A pair whose LLM spans GPUs (`tensorParallelSize`) runs on the machine's first GPUs as its plan lays them out: the
+LLM sees every GPU of its group in the group's order, each companion the one GPU of the group the plan put it on,
+numbered as nvidia-smi numbers them (CUDA_DEVICE_ORDER=PCI_BUS_ID); a pair on one GPU runs on GPU 0. A spec on more than one GPU must keep NVLink multicast off
+(MULTICAST_OFF in the run's env), as the GPU machines' notes ask. `--gpu` plans every stack of the run for
+another GPU of colo's catalog (H100-SXM or H200, whichever the machine has) without editing the stack files.
 """
 
 from __future__ import annotations
@@ -23,12 +29,15 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from colo.catalog import instance_type
 
 HERE = Path(__file__).resolve().parent
 STACKS = HERE / "stacks"
@@ -43,6 +52,13 @@ ENV = {
     "DO_NOT_TRACK": "1",
     "PYTHONUNBUFFERED": "1",
     "CUDA_VISIBLE_DEVICES": "0",
+}
+# NVLink multicast off in NCCL, PyTorch and NVSHMEM: the multi-GPU machines require it (a program that uses it can
+# put a shared host's GPUs out of service), and the stacks plan no NVLink SHARP buffers.
+MULTICAST_OFF = {
+    "NCCL_NVLS_ENABLE": "0",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+    "NVSHMEM_DISABLE_NVLS": "1",
 }
 
 
@@ -70,24 +86,60 @@ def catalog_configs() -> dict[str, dict[str, Any]]:
     return {model_id: resolved(model_id) for model_id in entries}
 
 
-def plan_json(stack: str) -> dict[str, Any]:
-    """`colo plan --format json` of a stack under bench/gpu/stacks (a plan that does not fit is kept too)."""
+def stack_file(stack: str, gpu: str | None = None, into: Path | None = None) -> Path:
+    """A stack under bench/gpu/stacks, or a copy of it planned for `gpu` (written under `into`)."""
     path = STACKS / f"Pulumi.{stack}.yaml"
-    done = subprocess.run(
-        [sys.executable, "-m", "colo", "plan", "--config", str(path), "--format", "json"],
-        capture_output=True,
-        text=True,
-    )
+    if gpu is None:
+        return path
+    values = yaml.safe_load(path.read_text())
+    pool = dict(values["config"]["colo:nodePool"])
+    if "instanceType" in pool:  # it carries another GPU: keep only how many a node has
+        known = instance_type(pool.pop("instanceType"))
+        pool.setdefault("gpusPerNode", known.gpus if known else 1)
+    values["config"]["colo:nodePool"] = {**pool, "gpu": gpu}
+    copy = (into or Path(tempfile.mkdtemp())) / path.name
+    copy.write_text(yaml.safe_dump(values, sort_keys=False))
+    return copy
+
+
+def plan_json(stack: str, gpu: str | None = None) -> dict[str, Any]:
+    """`colo plan --format json` of a stack under bench/gpu/stacks (a plan that does not fit is kept too)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        path = stack_file(stack, gpu, Path(scratch))
+        done = subprocess.run(
+            [sys.executable, "-m", "colo", "plan", "--config", str(path), "--format", "json"],
+            capture_output=True,
+            text=True,
+        )
     if done.returncode not in (0, 1):
         raise SpecError(f"colo plan of {path} failed ({done.returncode}): {done.stderr.strip()[-500:]}")
     return dict(json.loads(done.stdout))
 
 
+def _devices(pair: Mapping[str, Any]) -> dict[str, list[int]] | None:
+    """The GPUs each server of a tensor-parallel pair runs on, numbered from the group's first: every GPU of the
+    group for the LLM, the GPU of the group its plan put each companion on. None for a pair on one GPU, which
+    runs on the harness's GPU 0 whatever GPU its stack placed it on."""
+    group = pair.get("group")
+    if not group:
+        return None
+    llm = pair["servers"][-1]["name"]
+    devices = {llm: list(range(int(group["tensor_parallel_size"])))}
+    companions = {s["name"] for s in pair["servers"][:-1]}
+    for gpu in group["gpus"]:
+        for server in gpu["servers"]:
+            if server["name"] in companions:
+                devices[server["name"]] = [int(gpu["gpu"])]
+    return devices
+
+
 def plan_servers(stack: str, plan: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     servers = {}
     for pair in plan["pairs"]:
+        devices = _devices(pair)
         for order, server in enumerate(pair["servers"]):
             args = list(server["vllm_args"])
+            gpus = devices[server["name"]] if devices else [0]
             servers[server["name"]] = {
                 "stack": stack,
                 "pair": pair["name"],
@@ -97,7 +149,13 @@ def plan_servers(stack: str, plan: Mapping[str, Any]) -> dict[str, dict[str, Any
                 "served_model_name": args[args.index("--served-model-name") + 1],
                 "port": int(server["port"]),
                 "args": args,
+                "gpus": gpus,
             }
+            if devices:
+                servers[server["name"]]["env"] = {
+                    "CUDA_VISIBLE_DEVICES": ",".join(map(str, gpus)),
+                    "CUDA_DEVICE_ORDER": "PCI_BUS_ID",  # indices as nvidia-smi gives them
+                }
     return servers
 
 
@@ -121,7 +179,10 @@ def _with_options(servers: dict[str, dict[str, Any]], options: Mapping[str, Any]
             raise SpecError(
                 f"server_options.{name}: unknown key {unknown[0]} (known: {', '.join(SERVER_OPTIONS)})"
             )
-        servers[name].update({key: chosen[key] for key in SERVER_OPTIONS if key in chosen})
+        server = servers[name]
+        server.update({key: chosen[key] for key in SERVER_OPTIONS if key in chosen and key != "env"})
+        if "env" in chosen:  # beside the GPUs the plan placed it on, not instead of them
+            server["env"] = {**server.get("env", {}), **chosen["env"]}
 
 
 def _with_port(args: list[str], port: int) -> list[str]:
@@ -150,7 +211,8 @@ def derived_servers(
         if "port" in entry:
             server["port"] = int(entry["port"])
             server["args"] = _with_port(server["args"], server["port"])
-        server["env"] = {str(k): str(v) for k, v in entry.get("env", {}).items()}
+        # the GPUs of the planned server it copies, and what the run adds
+        server["env"] = {**server.get("env", {}), **{str(k): str(v) for k, v in entry.get("env", {}).items()}}
         server["mps_client"] = bool(entry.get("mps_client", False))
         server["derived_from"] = origin
         derived[name] = server
@@ -185,12 +247,22 @@ def build_spec(run: Mapping[str, Any], plans: Mapping[str, Mapping[str, Any]]) -
     used = {name: servers[name] for name in started}
     catalog = catalog_configs()
     models = {server["model"]: catalog[server["model"]] for server in used.values()}
+    gpus = sorted({gpu for server in used.values() for gpu in server["gpus"]}) or [0]
+    env = {**ENV, **run.get("env", {})}
+    missing = {k: v for k, v in MULTICAST_OFF.items() if env.get(k) != v}
+    if len(gpus) > 1 and missing:
+        wanted = ", ".join(f"{k}: '{v}'" for k, v in missing.items())
+        raise SpecError(
+            f"the run uses GPUs {gpus}: set {wanted} in its env (NVLink multicast stays off on the GPU machines, "
+            f"and the plans size no NVLink SHARP buffers for them)"
+        )
     return {
         "name": run["name"],
         "deadline_s": run["deadline_s"],
         "mps": bool(run.get("mps", False)),
-        "gpu": 0,
-        "env": {**ENV, **run.get("env", {})},
+        "gpu": gpus[0],
+        "gpus": gpus,
+        "env": env,
         "extra_args": list(EXTRA_ARGS),
         "models": models,
         "servers": {name: {**server, "stands_for": started[name]} for name, server in used.items()},
@@ -205,14 +277,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("run", type=Path)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument(
+        "--gpu", help="plan the run's stacks for this GPU of colo's catalog (default: theirs)"
+    )
     args = parser.parse_args(argv)
     run = yaml.safe_load(args.run.read_text())
-    plans = {stack: plan_json(stack) for stack in run["stacks"]}
+    plans = {stack: plan_json(stack, args.gpu) for stack in run["stacks"]}
     try:
         spec = build_spec(run, plans)
     except SpecError as exc:
         print(f"make_spec: {exc}", file=sys.stderr)
         return 2
+    if args.gpu is not None:
+        spec["stack_gpu"] = args.gpu  # compare_run verifies against the stacks as they were planned
     args.out.write_text(json.dumps(spec, indent=1) + "\n")
     return 0
 

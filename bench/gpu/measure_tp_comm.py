@@ -1,7 +1,7 @@
 """Measure, per rank, the GPU memory that tensor parallelism adds to a vLLM worker, step by step.
 
-Two worker processes (one per GPU, each seeing every GPU, as vLLM's multiprocessing workers do) replay the
-start-up steps vLLM takes at `--tensor-parallel-size 2`, in vLLM's order, without vLLM itself:
+N worker processes (one per GPU, each seeing every GPU, as vLLM's multiprocessing workers do; `--world-size`, 2 by
+default) replay the start-up steps vLLM takes at `--tensor-parallel-size N`, in vLLM's order, without vLLM itself:
 
   1. CUDA context on `cuda:<rank>`.
   2. `torch.distributed.init_process_group("nccl")` without `device_id` (vLLM's default world group), then the
@@ -11,8 +11,9 @@ start-up steps vLLM takes at `--tensor-parallel-size 2`, in vLLM's order, withou
   3. vLLM's own NCCL communicator (`PyNcclCommunicator`): ctypes against the `libnccl.so.2` PyTorch loaded,
      `ncclGetUniqueId` on rank 0 (shared over the gloo group), `ncclCommInitRank` and a one-element warm-up
      all-reduce.
-  4. torch symmetric memory of the size `SymmMemCommunicator` takes on compute capability 9.0 at world size 2
-     (64 MiB, `all_reduce_utils.py::SYMM_MEM_ALL_REDUCE_MAX_SIZES`), rendezvous on the gloo group.
+  4. torch symmetric memory of the size `SymmMemCommunicator` takes on compute capability 9.0 at the world size
+     (64 MiB at 2 and 8, 32 at 4: `all_reduce_utils.py::SYMM_MEM_ALL_REDUCE_MAX_SIZES`), rendezvous on the gloo
+     group.
   5. Custom all-reduce buffers (`CustomAllreduce.__init__`): two cudaMalloc'd IPC buffers (meta + 8 MiB and
      8 MiB; 16 MiB from vLLM 0.27), the peers' buffers opened with cudaIpcOpenMemHandle, and 8 MiB `rank_data`
      from PyTorch's allocator. From vLLM 0.27 also a 96 MiB symmetric-memory "MNNVL" buffer that is kept only
@@ -33,8 +34,10 @@ reserved/allocated bytes; rank 0 also reads nvidia-smi's per-process figures at 
 The whole sequence runs once per NCCL environment: vLLM's default since 0.10.2 (no NCCL variables set), the
 `NCCL_CUMEM_ENABLE=0` that vLLM <= 0.10.1.1 sets on import, and each with `NCCL_NVLS_ENABLE=0`.
 
-Run on a machine with two NVIDIA GPUs and PyTorch (no vLLM needed):
+Run on a machine with N NVIDIA GPUs and PyTorch (no vLLM needed):
     python3 bench/gpu/measure_tp_comm.py --out tp-comm.json
+    python3 bench/gpu/measure_tp_comm.py --world-size 4 --variants nvls_off,cumem_off_nvls_off --out tp4-comm.json
+On machines that keep NVLink multicast off, run only the *nvls_off variants (the others would turn it on).
 """
 
 from __future__ import annotations
@@ -53,9 +56,10 @@ from dataclasses import dataclass
 from typing import Any
 
 MIB = 1024**2
-WORLD_SIZE = 2
+WORLD_SIZE = 2  # --world-size sets it, in the parent and in every worker
 
-SYMM_MEM_BYTES = 64 * MIB  # vllm all_reduce_utils.py::SYMM_MEM_ALL_REDUCE_MAX_SIZES["9.0"][2]
+# vllm 0.11.0 .. 0.33.0 all_reduce_utils.py::SYMM_MEM_ALL_REDUCE_MAX_SIZES["9.0"], by world size
+SYMM_MEM_MIB_SM90 = {2: 64, 4: 32, 6: 64, 8: 64}
 CA_MAX_SIZE = 8 * MIB  # vllm custom_all_reduce.py::CustomAllreduce.__init__ max_size=8192 * 1024
 CA_META_BYTES = 4 * 1024  # ops.meta_size(): a few KiB of synchronisation flags (rounded up by cudaMalloc)
 CA_RANK_DATA_BYTES = 8 * MIB  # self.rank_data = torch.empty(8 * 1024 * 1024, dtype=torch.uint8)
@@ -63,7 +67,7 @@ CA_MNNVL_BYTES = 6 * 16 * MIB  # _init_mnnvl_buffer(max(8 MiB * 2, 16 MiB)) * 6 
 LOGITS_ROWS = (
     256  # the dummy sampler run's rows (min(max_num_seqs, max_num_batched_tokens)) for a small server
 )
-VOCAB_SHARD = 151_936 // WORLD_SIZE  # a Qwen-sized vocabulary split over two ranks
+VOCAB = 151_936  # a Qwen-sized vocabulary, split over the ranks
 
 VARIANTS: dict[str, dict[str, str]] = {
     "vllm_default": {},  # vLLM >= 0.10.2 sets no NCCL variable
@@ -276,6 +280,10 @@ def worker(rank: int, port: int, graphs: int) -> None:
     import torch
     import torch.distributed as dist
 
+    ranks = list(range(WORLD_SIZE))
+    symm_mem_bytes = SYMM_MEM_MIB_SM90.get(WORLD_SIZE, 64) * MIB
+    vocab_shard = VOCAB // WORLD_SIZE
+
     keep: list[Any] = []  # everything a step creates stays alive, as in vLLM
     rec = Recorder(rank, [])
     device = torch.device(f"cuda:{rank}")
@@ -295,10 +303,10 @@ def worker(rank: int, port: int, graphs: int) -> None:
                 mine_device, mine_cpu = device_group, cpu_group
         return mine_device, mine_cpu
 
-    coordinator([[0, 1]])  # world
-    tp_device, tp_cpu = coordinator([[0, 1]])  # tp
-    coordinator([[0], [1]])  # pp
-    coordinator([[0], [1]])  # dp
+    coordinator([ranks])  # world
+    tp_device, tp_cpu = coordinator([ranks])  # tp
+    coordinator([[r] for r in ranks])  # pp
+    coordinator([[r] for r in ranks])  # dp
     rec.step("new_groups_world_tp_pp_dp")
 
     nccl = Nccl()
@@ -317,10 +325,10 @@ def worker(rank: int, port: int, graphs: int) -> None:
     rec.step("pynccl_tp_init_and_warmup", nccl_version=nccl.version(), libnccl=_loaded_libraries("libnccl"))
 
     try:
-        keep.append(_symmetric_buffer(SYMM_MEM_BYTES, tp_cpu.group_name, device))
-        rec.step("symm_mem_64mib", multicast=bool(keep[-1][2]))
+        keep.append(_symmetric_buffer(symm_mem_bytes, tp_cpu.group_name, device))
+        rec.step("symm_mem", mib=symm_mem_bytes // MIB, multicast=bool(keep[-1][2]))
     except Exception as error:
-        rec.step("symm_mem_64mib", error=repr(error)[:300])
+        rec.step("symm_mem", mib=symm_mem_bytes // MIB, error=repr(error)[:300])
 
     try:
         cudart = CudaRuntime()
@@ -366,8 +374,8 @@ def worker(rank: int, port: int, graphs: int) -> None:
     smi_at_snapshot = _smi_processes() if rank == 0 else []
     rec.step("snapshot_point", smi=smi_at_snapshot)
 
-    shard = torch.randn(LOGITS_ROWS, VOCAB_SHARD, dtype=torch.bfloat16, device=device)
-    gathered = torch.empty(LOGITS_ROWS * WORLD_SIZE, VOCAB_SHARD, dtype=torch.bfloat16, device=device)
+    shard = torch.randn(LOGITS_ROWS, vocab_shard, dtype=torch.bfloat16, device=device)
+    gathered = torch.empty(LOGITS_ROWS * WORLD_SIZE, vocab_shard, dtype=torch.bfloat16, device=device)
     dist.all_gather_into_tensor(gathered, shard, group=tp_device)
     rec.step("torch_pg_first_all_gather_live")
     del shard, gathered
@@ -377,9 +385,9 @@ def worker(rank: int, port: int, graphs: int) -> None:
     big = torch.ones(32 * MIB, dtype=torch.bfloat16, device=device)  # 64 MiB
     nccl.all_reduce(big, tp_comm, stream, NCCL_BFLOAT16)
     rec.step("pynccl_all_reduce_64mib_live")
-    out = torch.empty(2 * big.numel(), dtype=torch.bfloat16, device=device)
+    out = torch.empty(WORLD_SIZE * big.numel(), dtype=torch.bfloat16, device=device)
     nccl.all_gather(out, big, tp_comm, stream, NCCL_BFLOAT16)
-    rec.step("pynccl_all_gather_128mib_live")
+    rec.step("pynccl_all_gather_live")
     del big, out
     torch.cuda.empty_cache()
     rec.step("pynccl_collectives_freed")
@@ -446,6 +454,7 @@ def _run_variant(env_extra: dict[str, str], timeout: float, graphs: int) -> dict
                 sys.executable,
                 os.path.abspath(__file__),
                 *("--worker", str(rank), "--port", str(port), "--graphs", str(graphs)),
+                *("--world-size", str(WORLD_SIZE)),
             ],
             env=env,
             stdout=subprocess.PIPE,
@@ -521,14 +530,29 @@ def main() -> None:
     parser.add_argument(
         "--graphs", type=int, default=0, help="also capture this many graphs of one all-reduce"
     )
+    parser.add_argument(
+        "--world-size", type=int, default=2, help="ranks, one per GPU (2, 4, 8: vLLM's TP sizes)"
+    )
     parser.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    global WORLD_SIZE
+    WORLD_SIZE = args.world_size
     if args.worker is not None:
         worker(args.worker, args.port, args.graphs)
         return
-    result: dict[str, Any] = {"environment": _environment(), "variants": {}}
-    for name in args.variants.split(","):
+    names = args.variants.split(",")
+    if (
+        os.environ.get("NCCL_NVLS_ENABLE") == "0"
+    ):  # the machine keeps NVLink multicast off: so must every variant
+        turning_on = [n for n in names if VARIANTS[n].get("NCCL_NVLS_ENABLE") != "0"]
+        if turning_on:
+            sys.exit(
+                f"this machine keeps NVLink multicast off (NCCL_NVLS_ENABLE=0), and {', '.join(turning_on)} would "
+                f"run without it: choose among {', '.join(n for n in VARIANTS if 'nvls_off' in n)}"
+            )
+    result: dict[str, Any] = {"environment": _environment(), "world_size": WORLD_SIZE, "variants": {}}
+    for name in names:
         started = time.time()
         run = _run_variant(VARIANTS[name], args.timeout, args.graphs)
         run["seconds"] = round(time.time() - started, 1)

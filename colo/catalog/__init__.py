@@ -51,6 +51,8 @@ class InstanceType:
     gpus: int
     vcpus: int
     memory_mib: int
+    # every GPU one NVLink hop from every other through NVSwitch (HGX boards); False: PCIe between GPUs
+    nvswitch: bool = False
 
 
 @cache

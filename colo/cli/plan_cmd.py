@@ -121,15 +121,8 @@ def _capacity_lines(view: dict[str, Any]) -> list[str]:
 
 def _pair_lines(pair: dict[str, Any], bar: GpuBar, markdown: bool, width: int | None) -> list[str]:
     """One pair: its verdict, its servers' budgets, the startup checks, notes and `vllm serve` lines."""
-    verdict = "fits" if pair["feasible"] else "DOES NOT FIT"
-    head = "### " if markdown else ""
-    lines = [
-        "",
-        f"{head}pair {pair['name']} -> node {pair['node']} GPU {pair['gpu']}: {verdict}; predicted "
-        f"nvidia-smi used {pair['predicted_used_mib']} MiB, free {pair['predicted_free_mib']} MiB "
-        f"(safety margin {pair['safety_margin_mib']} MiB)",
-        "",
-    ]
+    group = pair["group"]
+    lines = ["", _pair_headline(pair, markdown), ""]
     lines += (_markdown if markdown else _table)(HEADERS, _rows(pair, bar))
     lines += ["", COLUMNS_NOTE, ""]
     if width is not None:
@@ -140,6 +133,8 @@ def _pair_lines(pair: dict[str, Any], bar: GpuBar, markdown: bool, width: int | 
         for c in pair["startup_checks"]
     )
     lines.append(f"startup checks in order: {checks}")
+    if group:
+        lines += _group_lines(group)
     if pair.get("compute_sharing"):
         lines += pair["compute_sharing"]["lines"]
     for server in pair["servers"]:
@@ -154,6 +149,46 @@ def _pair_lines(pair: dict[str, Any], bar: GpuBar, markdown: bool, width: int | 
                 f"calibrated ({server['name']}): {_calibration_text(server['memory']['calibration'])}"
             )
         lines.append(f"{server['name']} ({server['image']}): vllm serve {json.dumps(server['vllm_args'])}")
+    return lines
+
+
+def _pair_headline(pair: dict[str, Any], markdown: bool) -> str:
+    """Where the pair runs (a tensor-parallel pair: its GPUs), its verdict and nvidia-smi's used and free."""
+    verdict = "fits" if pair["feasible"] else "DOES NOT FIT"
+    head = "### " if markdown else ""
+    group = pair["group"]
+    where = f"GPU {pair['gpu']}"
+    if group:
+        where = f"GPUs {pair['gpus'][0]}-{pair['gpus'][-1]} (tensor parallel {group['tensor_parallel_size']})"
+    fullest = " on the fullest GPU" if group else ""
+    return (
+        f"{head}pair {pair['name']} -> node {pair['node']} {where}: {verdict}; predicted "
+        f"nvidia-smi used {pair['predicted_used_mib']} MiB, free {pair['predicted_free_mib']} MiB{fullest} "
+        f"(safety margin {pair['safety_margin_mib']} MiB)"
+    )
+
+
+def _group_lines(group: dict[str, Any]) -> list[str]:
+    """Every GPU of a tensor-parallel LLM's group: what runs there, each server's startup check, what is left."""
+    lines = []
+    for gpu in group["gpus"]:
+        servers = ", ".join(
+            f"{s['name']} {s['footprint_mib']} MiB (util {s['gpu_memory_utilization']}, free {s['startup_free_gib']} "
+            f"GiB >= requested {s['requested_gib']} GiB {'ok' if s['startup_ok'] else 'FAILS'}"
+            + (
+                f", KV {s['kv_cache_gib']} GiB in {s['num_gpu_blocks']} blocks)"
+                if s["num_gpu_blocks"]
+                else ")"
+            )
+            for s in gpu["servers"]
+        )
+        idle = f", idle {gpu['idle_mib']} MiB" if gpu["idle_mib"] else ""
+        sizes = " (its rank sizes the LLM)" if gpu["gpu"] == group["binding_gpu"] else ""
+        lines.append(
+            f"GPU {gpu['gpu']} of the group (node GPU {gpu['node_gpu']}){sizes}: {servers}; used "
+            f"{gpu['predicted_used_mib']} MiB, free {gpu['predicted_free_mib']} MiB{idle}"
+        )
+    lines += [f"note (group): {note}" for note in group["notes"]]
     return lines
 
 

@@ -28,8 +28,9 @@ API_KEY_GUARDED_PREFIXES = ("/v1", "/v2", "/inference", "/cohere")
 # that to answer /health, and three such misses in a row would restart a healthy server.
 RUNNING_PROBE_TIMEOUT_S = 5
 RUNNING_PROBE_FAILURES = 3
-# Tensor parallelism is 1 in every pair, so /dev/shm only carries small IPC buffers between vLLM's
-# processes; memory-backed, it counts against the container's memory limit.
+# /dev/shm carries vLLM's IPC buffers between its processes and, for a tensor-parallel LLM, its message queue to
+# the ranks and NCCL's host-side buffers; memory-backed, it counts against the container's memory limit. What a
+# tensor-parallel group needs there is not measured yet (docs/tensor-parallel.md): 1 GiB, as for one GPU.
 SHM_SIZE = "1Gi"
 # The UUID init container only runs nvidia-smi.
 HELPER_CPU, HELPER_MEMORY = "100m", "128Mi"

@@ -1,4 +1,6 @@
-"""A DRA ResourceClaimTemplate: each pair's pod gets one claim, shared by all its servers (same GPU).
+"""A DRA ResourceClaimTemplate: each pair's pod gets one claim, shared by all its servers (same GPU); for a
+tensor-parallel LLM, one claim of N device requests (`gpu-0` .. `gpu-<N-1>`, one GPU each, so the N are distinct),
+the LLM using all of them and each companion the one request of the GPU it was placed on.
 
 NVIDIA's DRA driver (kubernetes-sigs/dra-driver-nvidia-gpu, which publishes the `gpu.nvidia.com` device
 class) is a cluster prerequisite, installed with its GPU kubelet plugin enabled on nodes that run no
@@ -14,7 +16,22 @@ import pulumi_kubernetes as k8s
 
 DEVICE_CLASS = "gpu.nvidia.com"
 CLAIM_NAME = "gpu"  # the name containers use in resources.claims
-REQUEST_NAME = "gpu"  # the claim's one device request
+REQUEST_NAME = "gpu"  # the claim's one device request, for a pair on one GPU
+
+
+def group_request(gpu: int) -> str:
+    """The device request of GPU `gpu` of a tensor-parallel pair's group."""
+    return f"gpu-{gpu}"
+
+
+def claim_requests(gpus: int) -> list[str]:
+    """The device requests of a pair's claim, in the group's GPU order."""
+    return [REQUEST_NAME] if gpus == 1 else [group_request(k) for k in range(gpus)]
+
+
+def template_name_for(gpus: int) -> str:
+    """The stack's template for pairs of `gpus` GPUs."""
+    return "single-gpu" if gpus == 1 else f"gpus-{gpus}"
 
 
 @dataclass(frozen=True)
@@ -22,7 +39,8 @@ class GpuClaimTemplateArgs:
     namespace: pulumi.Input[str]
     labels: dict[str, str]
     template_name: str = "single-gpu"  # what each pod's resourceClaimTemplateName names
-    mps: bool = False  # the driver shares the claimed GPU among the pod's servers by CUDA MPS
+    gpus: int = 1  # the pair's GPUs: a tensor-parallel LLM's group
+    mps: bool = False  # the driver shares the claimed GPU among the pod's servers by CUDA MPS (one GPU only)
 
 
 def mps_config() -> k8s.resource.v1.DeviceClaimConfigurationArgs:
@@ -60,11 +78,12 @@ class GpuClaimTemplate(pulumi.ComponentResource):
                     devices=k8s.resource.v1.DeviceClaimArgs(
                         requests=[
                             k8s.resource.v1.DeviceRequestArgs(
-                                name=REQUEST_NAME,
+                                name=request,
                                 exactly=k8s.resource.v1.ExactDeviceRequestArgs(
                                     device_class_name=DEVICE_CLASS
                                 ),
                             )
+                            for request in claim_requests(args.gpus)
                         ],
                         config=[mps_config()] if args.mps else None,
                     )

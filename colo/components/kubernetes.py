@@ -9,7 +9,7 @@ import pulumi
 from colo.components.containers import SecretRef
 from colo.components.dcgm_exporter import DcgmExporter, DcgmExporterArgs
 from colo.components.device_plugin import DevicePluginArgs, NvidiaDevicePlugin
-from colo.components.gpu_claim import GpuClaimTemplate, GpuClaimTemplateArgs
+from colo.components.gpu_claim import GpuClaimTemplate, GpuClaimTemplateArgs, template_name_for
 from colo.components.gpu_pairing import PairingContext
 from colo.components.labels import pairs_selector, standard_labels
 from colo.components.model_store import ModelStore, ModelStoreArgs
@@ -81,15 +81,21 @@ def declare_kubernetes(
             opts,
         )
 
-    claim_template = None
+    # dra: one template per size of pair, the single-GPU one as it always was, one of N requests per group size
+    claim_templates: dict[int, pulumi.Output[str]] = {}
     if spec.gpu_pairing == "dra":
-        claim_template = GpuClaimTemplate(
-            "gpu-claim",
-            GpuClaimTemplateArgs(
-                ns, standard_labels(spec, "gpu-claim"), mps=config.cluster.compute_sharing == "mps"
-            ),
-            opts,
-        ).template_name
+        for gpus in sorted({pair.gpu_count for pair in spec.pairs}):
+            claim_templates[gpus] = GpuClaimTemplate(
+                "gpu-claim" if gpus == 1 else f"gpu-claim-{gpus}",
+                GpuClaimTemplateArgs(
+                    ns,
+                    standard_labels(spec, "gpu-claim"),
+                    template_name=template_name_for(gpus),
+                    gpus=gpus,
+                    mps=config.cluster.compute_sharing == "mps",
+                ),
+                opts,
+            ).template_name
 
     volume = config.storage
     store = ModelStore(
@@ -105,10 +111,12 @@ def declare_kubernetes(
     )
 
     # One scripts ConfigMap for every pair that runs colo's scripts, rather than one each.
-    context = PairingContext(pairs_selector(spec), claim_template)
+    def context(gpus: int) -> PairingContext:
+        return PairingContext(pairs_selector(spec), claim_templates.get(gpus))
+
     scripts = None
     if any(
-        needs_pod_scripts(pod_gpu(spec.gpu_pairing, pair, context), spec.native_sidecars)
+        needs_pod_scripts(pod_gpu(spec.gpu_pairing, pair, context(pair.gpu_count)), spec.native_sidecars)
         for pair in spec.pairs
     ):
         scripts = PodScripts("pod-scripts", PodScriptsArgs(ns, standard_labels(spec, "pod-scripts")), opts)
@@ -120,7 +128,7 @@ def declare_kubernetes(
             secrets=secret_refs,
             pod_annotations=scrape_annotations(spec.monitoring),
             scripts_config_map=scripts.config_map_name if scripts else None,
-            claim_template=claim_template,
+            claim_template=claim_templates.get(pair.tensor_parallel_size),
         )
         ColocatedPair(pair.name, stack_pair_args(config, pair, references), opts)
     declare_monitoring(spec, ns, opts, plugin)
@@ -144,6 +152,7 @@ def stack_pair_args(config: StackConfig, pair: Pair, references: PairReferences)
         llm=pair.llm,
         embedding=pair.embedding,
         reranker=pair.reranker,
+        rank_balance=pair.rank_balance if "rank_balance" in pair.model_fields_set else None,
         namespace=references.namespace,
         model_claim=references.model_claim,
         cluster=config.cluster,

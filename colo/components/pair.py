@@ -21,7 +21,7 @@ from colo.components.containers import (
     tolerations,
     weight_sync_container,
 )
-from colo.components.gpu_claim import GpuClaimTemplate, GpuClaimTemplateArgs
+from colo.components.gpu_claim import GpuClaimTemplate, GpuClaimTemplateArgs, template_name_for
 from colo.components.gpu_pairing import PairingContext, PodGpu, ServerGpu
 from colo.components.labels import colo_labels, instance_selector, pair_labels_of, pair_selector_of
 from colo.components.mps_daemon import pod_gpu
@@ -111,15 +111,18 @@ class ColocatedPair(pulumi.ComponentResource):
         self._expose(PairFigures.of(self._pair))
 
     def _pod_gpu(self, name: str, method: GpuPairing) -> PodGpu:
-        """How the servers reach one GPU; DRA's claim template is declared here where none was given."""
+        """How the servers reach their GPU (a tensor-parallel LLM's, their group); DRA's claim template is
+        declared here where none was given, with a request per GPU of the pair."""
         template = self._args.claim_template
         if method == "dra" and template is None:
+            gpus = self._pair.gpu_count
             template = GpuClaimTemplate(
                 f"{name}-gpu-claim",
                 GpuClaimTemplateArgs(
                     self._args.namespace,
                     colo_labels(self._instance, "gpu-claim"),
-                    template_name=f"{name}-gpu",
+                    template_name=f"{name}-gpu" if gpus == 1 else f"{name}-{template_name_for(gpus)}",
+                    gpus=gpus,
                     mps=self._pair.sharing is not None and self._pair.sharing.route == "dra driver",
                 ),
                 pulumi.ResourceOptions(parent=self),

@@ -21,6 +21,7 @@ from colo.config.schema import Budget, Cluster, Network, NodePool, ServerSpec, S
 from colo.errors import ColoError, InfeasiblePlanError
 from colo.plan.stack import Plan, make_plan
 from colo.profiles import s3_profile_reader
+from colo.vllm import RankBalance
 
 COMPONENT = "ColocatedPair"
 _STACK_PREFIXES = ("colo:pairs[0].", "colo:")
@@ -28,7 +29,8 @@ _STACK_PREFIXES = ("colo:pairs[0].", "colo:")
 
 @dataclass(frozen=True)
 class ColocatedPairArgs:
-    """A co-located pair: an LLM, an embedding model and optionally a reranker, all on one GPU.
+    """A co-located pair: an LLM, an embedding model and optionally a reranker, all on one GPU; or an LLM with
+    `tensorParallelSize` N on N GPUs of one node, each companion on one of them (`groupGpu`).
 
     Everything the plan reads is a plain value (the servers, the GPU, the platform, the budget), known when
     the program runs; what names another resource (namespace, model volume, node selector, scripts, claim
@@ -40,6 +42,8 @@ class ColocatedPairArgs:
     namespace: pulumi.Input[str]  # where the pod, its Services and its NetworkPolicy go
     model_claim: pulumi.Input[str]  # the model volume's PersistentVolumeClaim (ModelStore.claim_name)
     reranker: ServerSpec | None = None
+    # With a tensor-parallel LLM: equalize or refuse the free memory its companions leave the GPUs unequal
+    rank_balance: RankBalance | None = None
     # gpuPairing (how the servers reach one GPU), kubernetesVersion, nodeImage, nativeSidecars; its `name` is
     # the app.kubernetes.io/instance label. Its `namespace` is not read: the pair runs in `namespace`.
     cluster: Cluster = field(default_factory=Cluster)
@@ -63,9 +67,11 @@ class ColocatedPairArgs:
 
 def one_pair_stack(name: str, args: ColocatedPairArgs) -> StackConfig:
     """The stack config of this pair alone, validated as `colo plan` validates a stack file."""
-    pair = {"name": name, "llm": written(args.llm), "embedding": written(args.embedding)}
+    pair: dict[str, object] = {"name": name, "llm": written(args.llm), "embedding": written(args.embedding)}
     if args.reranker is not None:
         pair["reranker"] = written(args.reranker)
+    if args.rank_balance is not None:
+        pair["rankBalance"] = args.rank_balance
     return stack_config(
         cluster=args.cluster,
         node_pool=args.node_pool,

@@ -44,6 +44,7 @@ from colo.echo import shown
 from colo.roles import START_ORDER, Role
 from colo.vllm import (
     KV_DTYPE_BYTES,
+    RankBalance,
     ServeArgsRefusal,
     all_kv_cache_dtypes,
     all_quantization_names,
@@ -141,6 +142,21 @@ GpuMemoryUtilization = Annotated[float, Field(gt=0.0, le=1.0)]
 KvCacheMemoryBytes = Annotated[int, Field(gt=0, le=2**40)]
 NumSpeculativeTokens = Annotated[int, Field(ge=1, le=16)]
 TensorParallelSize = Annotated[int, Field(ge=1)]
+# The tensor-parallel groups a stack's LLM may span: one node's GPUs, in the sizes every multi-GPU instance type
+# of colo's catalog divides into (2, 4, 8 GPUs) and vLLM's custom all-reduce serves (2, 4, 6, 8).
+GROUP_SIZES = (1, 2, 4, 8)
+
+
+def _group_size(value: int) -> int:
+    if value not in GROUP_SIZES:
+        raise ValueError(
+            f"{value} GPUs: colo plans an LLM on 1, 2, 4 or 8 GPUs of one node (groups that fill the 2-, 4- and "
+            f"8-GPU nodes of its instance catalog without a stranded GPU)"
+        )
+    return value
+
+
+StackTensorParallelSize = Annotated[int, AfterValidator(_group_size)]
 GpuMemoryMiB = Annotated[int, Field(ge=1024)]  # no GPU under 1 GiB holds a vLLM process
 
 
@@ -540,6 +556,17 @@ class ServerSpec(_Model):
     kv_cache_memory_bytes: KvCacheMemoryBytes | None = Field(
         default=None, description="Override: a fixed KV pool (vLLM >= 0.10.2)"
     )
+    tensor_parallel_size: StackTensorParallelSize = Field(
+        default=1,
+        description="The LLM only: vLLM's --tensor-parallel-size, the GPUs of one node its ranks span (1, 2, 4 "
+        "or 8); the pair's other servers run on those GPUs, one GPU each",
+    )
+    group_gpu: Annotated[int, Field(ge=0, le=7)] | None = Field(
+        default=None,
+        description="A companion of an LLM with tensorParallelSize N: which GPU of the group it runs on (0 .. "
+        "N-1, the LLM's rank on that GPU); omitted: the companions take the group's GPUs one each, in start "
+        "order",
+    )
     mps_active_thread_percentage: MpsThreadPercentage | None = Field(
         default=None,
         description="With cluster.computeSharing: mps, a companion's CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: the share of "
@@ -650,6 +677,13 @@ class Pair(_Model):
     llm: ServerSpec
     embedding: ServerSpec
     reranker: ServerSpec | None = None
+    rank_balance: RankBalance = Field(
+        default="equalize",
+        description="With llm.tensorParallelSize > 1, where the companions leave the GPUs of the group unequal "
+        "free memory (every rank takes the same slice, sized for the fullest GPU): equalize gives the "
+        "difference to the companions on the emptier GPUs (a larger KV cache; a GPU without a companion keeps "
+        "it idle, and the plan says how much); refuse refuses the layout",
+    )
 
     def servers(self) -> list[tuple[Role, ServerSpec]]:
         """The configured servers, as the stack file lists them (the LLM first)."""
@@ -659,6 +693,68 @@ class Pair(_Model):
     def servers_in_start_order(self) -> list[tuple[Role, ServerSpec]]:
         configured = dict(self.servers())
         return [(role, configured[role]) for role in START_ORDER if role in configured]
+
+    @property
+    def tensor_parallel_size(self) -> int:
+        return self.llm.tensor_parallel_size
+
+    def group_gpus(self) -> dict[Role, int]:
+        """The GPU of the LLM's group each companion runs on: its groupGpu, else the next GPU in start order."""
+        size = self.tensor_parallel_size
+        companions = [
+            (role, server) for role, server in self.servers_in_start_order() if role is not Role.LLM
+        ]
+        return {
+            role: server.group_gpu if server.group_gpu is not None else index % size
+            for index, (role, server) in enumerate(companions)
+        }
+
+    @model_validator(mode="after")
+    def _only_the_llm_spans_gpus(self) -> Pair:
+        """One LLM spans the group; every companion runs on one GPU of it, named within the group."""
+        size = self.tensor_parallel_size
+        errors: list[InitErrorDetails] = []
+        if self.llm.group_gpu is not None:
+            errors.append(
+                _error(
+                    ("llm", "groupGpu"),
+                    "the LLM runs on every GPU of its group; groupGpu places a companion (embedding, reranker)",
+                    self.llm.group_gpu,
+                )
+            )
+        for role, server in self.servers():
+            if role is Role.LLM:
+                continue
+            if server.tensor_parallel_size != 1:
+                errors.append(
+                    _error(
+                        (str(role), "tensorParallelSize"),
+                        f"only the LLM spans GPUs; the {role} server runs on one GPU of the LLM's group "
+                        f"(set llm.tensorParallelSize, and groupGpu here to choose the GPU)",
+                        server.tensor_parallel_size,
+                    )
+                )
+            if server.group_gpu is not None and server.group_gpu >= size:
+                where = (
+                    "the LLM runs on one GPU (llm.tensorParallelSize is 1), so there is no group to place it in"
+                    if size == 1
+                    else f"the LLM's group has {size} GPUs, numbered 0 to {size - 1}"
+                )
+                errors.append(
+                    _error((str(role), "groupGpu"), f"GPU {server.group_gpu}: {where}", server.group_gpu)
+                )
+        if size == 1 and "rank_balance" in self.model_fields_set:
+            errors.append(
+                _error(
+                    ("rankBalance",),
+                    "balances the GPUs of a tensor-parallel LLM; with llm.tensorParallelSize 1 there is one GPU. "
+                    "Drop it, or set llm.tensorParallelSize",
+                    self.rank_balance,
+                )
+            )
+        if errors:
+            raise ValidationError.from_exception_data(type(self).__name__, errors)
+        return self
 
     @field_validator("name")
     @classmethod

@@ -48,16 +48,24 @@ class ServerFigures:
     cpu_millis: int
     memory_bytes: int
     footprint_mib: int  # what nvidia-smi attributes to it once it serves
+    gpu: int | None = 0  # which of the pair's GPUs it runs on; None: the LLM over every GPU of its group
 
 
 @dataclass(frozen=True)
 class PairCheck:
-    """One pair on one GPU: whether every startup check passes with the safety margin, and its figures."""
+    """One pair on its GPU (or the GPUs of its LLM's group): whether every startup check passes with the safety
+    margin, and its figures."""
 
     problems: tuple[Problem, ...]
     servers: tuple[ServerFigures, ...]  # in start order; empty when the pair could not be sized at all
-    used_mib: int  # predicted nvidia-smi used
+    used_mib: int  # predicted nvidia-smi used (of the fullest GPU of a group)
     free_mib: int
+    # what the servers started before the LLM hold where it starts: on the fullest GPU of a group
+    companions_mib: int = 0
+    gpus: int = 1  # the LLM's tensor-parallel group size
+    group_used_mib: int = 0  # predicted used over every GPU of the pair
+    node: int = 0  # where the stack's plan placed the pair
+    node_gpus: tuple[int, ...] = (0,)
 
     @property
     def feasible(self) -> bool:
@@ -66,11 +74,6 @@ class PairCheck:
     @property
     def llm(self) -> ServerFigures:
         return next(s for s in self.servers if s.role == Role.LLM)
-
-    @property
-    def companions_mib(self) -> int:
-        """What the servers started before the LLM hold when it starts."""
-        return sum(s.footprint_mib for s in self.servers if s.role != Role.LLM)
 
     @property
     def cpu_millis(self) -> int:
@@ -93,7 +96,7 @@ class StackCheck:
         return not self.problems
 
 
-def _figures(server: Server) -> ServerFigures:
+def _figures(server: Server, gpu: int | None = 0) -> ServerFigures:
     budget = server.memory_plan.budget
     capacity = budget.capacity
     return ServerFigures(
@@ -112,6 +115,7 @@ def _figures(server: Server) -> ServerFigures:
         cpu_millis=millicpu(server.cpu),
         memory_bytes=memory_bytes(server.memory),
         footprint_mib=round(budget.footprint_bytes / MIB),
+        gpu=gpu,
     )
 
 
@@ -119,11 +123,23 @@ def _pair_check(pair: PairPlan | None, problems: tuple[Problem, ...]) -> PairChe
     if pair is None:
         return PairCheck(problems, (), 0, 0)
     gpu_plan = pair.gpu_plan
+    gpu_plans = pair.group.gpus if pair.group else (pair.gpu_plan,)
+    companions = max(sum(s.budget.footprint_bytes for s in g.servers[:-1]) for g in gpu_plans)
     return PairCheck(
         problems,
-        tuple(_figures(s) for s in pair.servers),
+        tuple(
+            _figures(s, None if s.role == Role.LLM else gpu)
+            for s, gpu in zip(pair.servers, (*pair.group.companion_gpus, None), strict=True)
+        )
+        if pair.group
+        else tuple(_figures(s) for s in pair.servers),
         round(gpu_plan.used_bytes / MIB),
         round(gpu_plan.free_bytes / MIB),
+        round(companions / MIB),
+        pair.gpu_count,
+        sum(round(g.used_bytes / MIB) for g in gpu_plans),
+        pair.placement.node,
+        pair.placement.gpu_indices,
     )
 
 
@@ -136,19 +152,22 @@ def _plan(values: Mapping[str, Any], aws_region: str | None) -> Plan:
 @lru_cache(maxsize=65536)
 def _check_pair_cached(pair_json: str, gpu: str, base_json: str) -> PairCheck:
     base = json.loads(base_json)
+    pair = json.loads(pair_json)
     values = {
         **base,
-        # Only the GPU matters for one pair's budget; the node checks wait for the whole layout.
-        "nodePool": {"mode": "existing", "gpu": gpu, "gpusPerNode": 1},
-        "pairs": [json.loads(pair_json)],
+        # Only the GPU matters for one pair's budget (and a node as wide as its LLM's group); the node checks
+        # wait for the whole layout, which also knows the instance type's interconnect.
+        "nodePool": {"mode": "existing", "gpu": gpu, "gpusPerNode": pair["llm"].get("tensorParallelSize", 1)},
+        "pairs": [pair],
     }
     plan = _plan(values, None)
     return _pair_check(plan.pairs[0] if plan.pairs else None, plan.problems)
 
 
 def check_pair(pair: Mapping[str, Any], gpu: str, base: Mapping[str, Any]) -> PairCheck:
-    """One pair (stack-file values of `colo:pairs[]`) alone on one GPU of the catalog, with the stack's
-    cluster, storage and budget (`base`). Cached: the same pair on the same GPU is planned once."""
+    """One pair (stack-file values of `colo:pairs[]`) alone on one GPU of the catalog (on as many as its LLM's
+    tensorParallelSize), with the stack's cluster, storage and budget (`base`). Cached: the same pair on the same
+    GPU is planned once."""
     return _check_pair_cached(json.dumps(pair, sort_keys=True), gpu, json.dumps(base, sort_keys=True))
 
 

@@ -47,21 +47,41 @@ class PackResult:
 
 
 def why_not(search: Search, candidate: Candidate) -> str:
-    """What keeps an instance type out: first an LLM that fits its GPU with none of its companions, then the
-    platform, the volume, or the whole-stack plan."""
+    """What keeps an instance type out: first an LLM that fits its GPU with none of its companions, or only over
+    more GPUs than its node has, then the platform, the volume, the GPUs the groups take, or the whole-stack
+    plan."""
     request, name = search.request, candidate.name
-    if candidate.instance.gpu not in search.evaluated:
-        search.evaluate_gpu(candidate.instance.gpu)
+    gpu_name, width = candidate.instance.gpu, candidate.instance.gpus
+    if gpu_name not in search.evaluated:
+        search.evaluate_gpu(gpu_name)
+    groups: list[tuple[str, int]] = []
     for index, llm in enumerate(request.llms):
         options = companion_options(request, llm)
-        if not any((index, c, candidate.instance.gpu) in search.packings for c in options):
-            return search.refusals[(index, options[0], candidate.instance.gpu)].reason
+        packings = [p for c in options if (p := search.packings.get((index, c, gpu_name))) is not None]
+        if not packings:
+            return search.refusals[(index, options[0], gpu_name)].reason
+        narrowest = min(packings, key=lambda p: p.gpus)
+        if narrowest.gpus > width:
+            fewer = f"; on {narrowest.gpus // 2}: {narrowest.narrower}" if narrowest.narrower else ""
+            return (
+                f"{llm.name} on {gpu_name} needs {narrowest.gpus} GPUs of one node (tensorParallelSize "
+                f"{narrowest.gpus}), more than a node of {name} has ({width}){fewer}"
+            )
+        groups.append((llm.name, narrowest.gpus))
     if name in search.candidates.refused:
         return search.candidates.refused[name]
     if name in search.candidates.single_node_only:
         return STORAGE_REASON
     if name in search.given_up:
         return search.given_up[name]
+    wide = [f"{llm} on {gpus}" for llm, gpus in groups if gpus > 1]
+    if wide:
+        needed = sum(gpus for _, gpus in groups) + request.spare_gpus
+        nodes = ceil(needed / width)
+        return (
+            f"its pairs take {needed} GPUs with the spare ones ({', '.join(wide)} as tensor-parallel groups): "
+            f"{nodes} nodes at ${nodes * candidate.price.usd_per_hour:.3f}/h"
+        )
     return "the pairs' CPU and memory requests, or the companions' counts, do not fit its nodes"
 
 

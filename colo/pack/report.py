@@ -46,10 +46,10 @@ def _graphs(figures: ServerFigures, packing: Packing) -> str:
 
 
 def _server_rows(request: PackRequest, layout: Layout) -> list[dict[str, Any]]:
-    per_node = layout.candidate.instance.gpus
     rows = []
-    for slot, packing in enumerate(layout.packings):
+    for packing in layout.packings:
         llm = request.llms[packing.llm]
+        placed = layout.check.pairs[llm.name]  # where the whole stack's plan put the pair
         for figures in packing.check.servers:
             if figures.role == Role.LLM:
                 minimum = _headroom(llm, figures)[1]
@@ -68,8 +68,12 @@ def _server_rows(request: PackRequest, layout: Layout) -> list[dict[str, Any]]:
                     "pair": llm.name,
                     "role": figures.role,
                     "model": figures.model,
-                    "node": slot // per_node,
-                    "gpu": slot % per_node,
+                    "node": placed.node,
+                    "gpu": placed.node_gpus[figures.gpu or 0],
+                    "gpus": list(placed.node_gpus)
+                    if figures.gpu is None
+                    else [placed.node_gpus[figures.gpu]],
+                    "tensor_parallel_size": packing.gpus,
                     "kv_tokens": figures.kv_tokens,
                     "concurrency": round(figures.concurrency, 2),
                     "minimum": minimum,
@@ -87,7 +91,7 @@ def layout_view(request: PackRequest, layout: Layout) -> dict[str, Any]:
         "nodes": layout.nodes,
         "gpu": instance.gpu,
         "gpus": layout.gpus,
-        "idle_gpus": layout.gpus - len(layout.packings),
+        "idle_gpus": layout.gpus - sum(p.gpus for p in layout.packings),
         "spare_mib": layout.spare_mib,
         "price": {"usd_per_hour": price.usd_per_hour, "source": price.source, "date": price.date},
         "binds": binds(request, layout),
@@ -146,7 +150,8 @@ def _detail(rank: int, view: dict[str, Any]) -> list[str]:
             s["pair"],
             s["role"],
             s["model"],
-            f"{s['node']}/{s['gpu']}",
+            f"{s['node']}/{s['gpus'][0]}"
+            + (f"-{s['gpus'][-1]} (TP {len(s['gpus'])})" if len(s["gpus"]) > 1 else ""),
             str(s["kv_tokens"]),
             f"{s['concurrency']:.2f}",
             s["minimum"],

@@ -126,6 +126,8 @@ class LlmEntry(ServerSpec):
     @model_validator(mode="after")
     def _derived_memory(self) -> LlmEntry:
         _no_memory_overrides(self)
+        if self.group_gpu is not None:
+            raise ValueError("groupGpu places a companion; pack spreads the companions over the LLM's group")
         return self
 
 
@@ -138,6 +140,11 @@ class EmbeddingEntry(ServerSpec):
     @model_validator(mode="after")
     def _derived_memory(self) -> EmbeddingEntry:
         _no_memory_overrides(self)
+        for key in ("tensorParallelSize", "groupGpu"):
+            if key in {to_camel(f) for f in self.model_fields_set}:
+                raise ValueError(
+                    f"{key}: a companion runs on one GPU, and pack places it on the GPUs of the LLM it runs beside"
+                )
         return self
 
 

@@ -59,27 +59,35 @@ class Search:
 
     def evaluate_gpu(self, gpu_name: str) -> None:
         """Every LLM with each companion choice on one GPU model. A choice whose companions hold at least as
-        much as ones the LLM already fell short beside is refused without planning (see Refusal.llm_side)."""
+        much, in a group of the same size, as ones the LLM already fell short beside is refused without planning
+        (see Refusal.llm_side)."""
         request = self.request
-        held: dict[Companions, int] = {}  # what each companion choice holds on this GPU, once planned
+        widest = self.widest_node(gpu_name)
+        held: dict[tuple[Companions, int], int] = {}  # what each companion choice holds at a group size
         for index, llm in enumerate(request.llms):
             short: Refusal | None = None
-            for companions in sorted(companion_options(request, llm), key=lambda c: held.get(c, 0)):
+            for companions in sorted(companion_options(request, llm), key=lambda c: held.get((c, 1), 0)):
                 key = (index, companions, gpu_name)
-                if short is not None and held.get(companions, -1) >= short.companions_mib:
+                if short is not None and held.get((companions, short.size), -1) >= short.companions_mib:
                     self.refusals[key] = replace(short, companions=companions)
                     continue
-                outcome = evaluate(request, index, companions, gpu_name)
+                outcome = evaluate(request, index, companions, gpu_name, widest)
                 if isinstance(outcome, Packing):
                     self.packings[key] = outcome
-                    held[companions] = outcome.check.companions_mib
+                    held[(companions, outcome.gpus)] = outcome.check.companions_mib
                     continue
                 self.refusals[key] = outcome
                 if outcome.companions_mib:
-                    held[companions] = outcome.companions_mib
+                    held[(companions, outcome.size)] = outcome.companions_mib
                 if outcome.llm_side and (short is None or outcome.companions_mib < short.companions_mib):
                     short = outcome
         self.evaluated.add(gpu_name)
+
+    def widest_node(self, gpu_name: str) -> int:
+        """The most GPUs of this model one searched instance type has: the largest tensor-parallel group."""
+        return max(
+            (c.instance.gpus for c in self.candidates.searched if c.instance.gpu == gpu_name), default=1
+        )
 
     def evaluate_all(self) -> None:
         for gpu_name in self.candidates.gpus:
@@ -159,9 +167,10 @@ def _option(packing: Packing) -> Option:
         companions.embedding,
         companions.reranker,
         packing.gpu,
-        check.used_mib,
+        check.group_used_mib,
         check.cpu_millis,
         check.memory_bytes // MIB,
+        packing.gpus,
     )
 
 

@@ -1,10 +1,12 @@
 """The choice of instance type, node count and packings, as a small integer programme solved by HiGHS.
 
-Variables: x[o] = 1 when packing o (an LLM with its companions on a GPU model) is used; y[t] = 1 for the one
-instance type the node pool uses (a stack has one node pool); n[t] its node count. Constraints: every LLM gets
-exactly one packing on the chosen type's GPU; every embedding runs beside at least one LLM and every reranker
-beside exactly its replicas; the nodes hold the pairs and the spare GPUs, and the pods' CPU and memory
-requests; cuts exclude combinations the whole-stack plan refused. Objectives in order, each held at its best
+Variables: x[o] = 1 when packing o (an LLM with its companions on a GPU model, on one GPU or a tensor-parallel
+group of them) is used; y[t] = 1 for the one instance type the node pool uses (a stack has one node pool); n[t]
+its node count. Constraints: every LLM gets exactly one packing on the chosen type's GPU; every embedding runs
+beside at least one LLM and every reranker beside exactly its replicas; the nodes hold the pairs' GPUs and the
+spare GPUs, a group no wider than one node (group and node sizes are powers of two, so GPUs that add up also
+place without a stranded GPU), and the pods' CPU and memory requests; cuts exclude combinations the
+whole-stack plan refused. Objectives in order, each held at its best
 while the next is minimised: $/h, then nodes, then spare GPU memory (what no server holds).
 """
 
@@ -30,9 +32,10 @@ class Option:
     embedding: int
     reranker: int | None
     gpu: str
-    used_mib: int
+    used_mib: int  # over every GPU the pair takes
     cpu_millis: int
     memory_mib: int
+    gpus: int = 1  # the LLM's tensor-parallel group
 
 
 @dataclass(frozen=True)
@@ -140,25 +143,36 @@ class _Model:
             h.addConstr(h.qsum(beside) == replicas)
 
     def _nodes(self, top: int) -> None:
-        h, p = self.h, self.p
         for y, n, t in zip(self.y, self.n, self.types, strict=True):
-            h.addConstr(t.gpus * n - (p.llms + p.spare_gpus) * y >= 0)
-            h.addConstr(n - top * y <= 0)
+            self._gpus_of(y, n, t)
+            self.h.addConstr(n - top * y <= 0)
             self._pairs_that_outgrow(y, t)
         for gpu in {t.gpu for t in self.types}:
-            pairs = [(x, o) for x, o in zip(self.x, self.options, strict=True) if o.gpu == gpu]
-            nodes = [(n, t) for n, t in zip(self.n, self.types, strict=True) if t.gpu == gpu]
-            cpu = h.qsum([o.cpu_millis * x for x, o in pairs]) - h.qsum([t.cpu_millis * n for n, t in nodes])
-            memory = h.qsum([o.memory_mib * x for x, o in pairs]) - h.qsum(
-                [t.memory_mib * n for n, t in nodes]
-            )
-            h.addConstr(cpu <= 0)
-            h.addConstr(memory <= 0)
+            self._cpu_and_memory_of(gpu)
+
+    def _gpus_of(self, y: highspy.highs_var, n: highspy.highs_var, node: NodeType) -> None:
+        """The chosen type's nodes hold every pair's GPUs and the spare ones; a type not chosen holds none, so
+        its constraint is relaxed by the most GPUs the pairs could take."""
+        h, p = self.h, self.p
+        most = sum(max((o.gpus for o in self.options if o.llm == llm), default=1) for llm in range(p.llms))
+        taken = h.qsum([o.gpus * x for x, o in zip(self.x, self.options, strict=True) if o.gpu == node.gpu])
+        h.addConstr(node.gpus * n - taken - (p.spare_gpus + most) * y >= -most)
+
+    def _cpu_and_memory_of(self, gpu: str) -> None:
+        """The pods' CPU and memory requests fit the nodes of that GPU model."""
+        h = self.h
+        pairs = [(x, o) for x, o in zip(self.x, self.options, strict=True) if o.gpu == gpu]
+        nodes = [(n, t) for n, t in zip(self.n, self.types, strict=True) if t.gpu == gpu]
+        cpu = h.qsum([o.cpu_millis * x for x, o in pairs]) - h.qsum([t.cpu_millis * n for n, t in nodes])
+        memory = h.qsum([o.memory_mib * x for x, o in pairs]) - h.qsum([t.memory_mib * n for n, t in nodes])
+        h.addConstr(cpu <= 0)
+        h.addConstr(memory <= 0)
 
     def _pairs_that_outgrow(self, y: highspy.highs_var, node: NodeType) -> None:
-        """A pair whose pod alone asks more CPU or memory than one node offers cannot use that type."""
+        """A pair whose pod alone asks more GPUs, CPU or memory than one node offers cannot use that type."""
         for x, o in zip(self.x, self.options, strict=True):
-            if o.gpu == node.gpu and (o.cpu_millis > node.cpu_millis or o.memory_mib > node.memory_mib):
+            too_big = o.gpus > node.gpus or o.cpu_millis > node.cpu_millis or o.memory_mib > node.memory_mib
+            if o.gpu == node.gpu and too_big:
                 self.h.addConstr(x + y <= 1)
 
     def _cuts(self, cuts: Sequence[Choice]) -> None:

@@ -27,7 +27,10 @@ def _checkpoint_bytes(pairs: Sequence[PairPlan], node: int) -> int:
             continue
         for server in pair.servers:
             budget = server.memory_plan.budget
-            total += budget.spec.arch.checkpoint_bytes or budget.weights_bytes
+            # a tensor-parallel rank holds 1/N of the weights: the files hold them all
+            total += (
+                budget.spec.arch.checkpoint_bytes or budget.weights_bytes * budget.spec.tensor_parallel_size
+            )
     return total
 
 

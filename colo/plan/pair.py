@@ -2,8 +2,8 @@
 
 `plan_pair` runs the steps in order, each a function of its own: validate (release and architecture of
 every server) -> refusals (what vLLM refuses before sizing: V0 engine, context, TP) -> size (the servers on their GPU, in
-start order) -> args (`vllm serve` flags) -> probes (startup budgets) -> assemble (the PairPlan, with its
-weight syncs).
+start order; an LLM with tensorParallelSize N on N GPUs with its companions spread over them) -> args (`vllm serve`
+flags) -> probes (startup budgets) -> assemble (the PairPlan, with its weight syncs).
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ from colo.vllm import (
     FLASHINFER_SAMPLER_ENV,
     ArchitectureError,
     GpuPlan,
+    GroupPlan,
+    GroupRequest,
     HubError,
     HubModel,
     ModelArchitecture,
@@ -50,6 +52,7 @@ from colo.vllm import (
     kv_cache_memory_bytes_missing,
     named_model,
     plan_gpu,
+    plan_group,
     reranker_refusal,
     resolve_architecture,
     resolve_limits,
@@ -63,10 +66,18 @@ S3Profile = Callable[[str, str], ModelArchitecture]
 
 
 @dataclass(frozen=True)
+class GroupLinks:
+    """How the GPUs of a node reach one another, which decides a tensor-parallel LLM's communication memory."""
+
+    nvswitch: bool = False  # one NVSwitch board (HGX): NCCL's NVLink SHARP buffers from three ranks
+    nvlink: bool = True  # every pair one NVLink hop apart: vLLM's custom all-reduce beyond two ranks
+
+
+@dataclass(frozen=True)
 class PairPlan:
     name: str
     servers: tuple[Server, ...]  # in start order; the last is the LLM
-    gpu_plan: GpuPlan
+    gpu_plan: GpuPlan | GroupPlan  # GroupPlan: a tensor-parallel LLM, every GPU of its group
     placement: Placement
     weight_syncs: tuple[WeightSyncStep, ...] = ()  # init containers ahead of every server, in start order
     service_account: str | None = None  # storage.syncServiceAccount, for pods that copy from S3
@@ -79,6 +90,15 @@ class PairPlan:
     @property
     def feasible(self) -> bool:
         return self.gpu_plan.feasible
+
+    @property
+    def group(self) -> GroupPlan | None:
+        """The GPUs of a tensor-parallel LLM's group; None for a pair on one GPU."""
+        return self.gpu_plan if isinstance(self.gpu_plan, GroupPlan) else None
+
+    @property
+    def gpu_count(self) -> int:
+        return self.group.tensor_parallel_size if self.group else 1
 
     @property
     def rollout_seconds(self) -> int:
@@ -209,6 +229,7 @@ def refusal_problems(checked: list[CheckedServer], gpu_spec: GpuSpec) -> list[Pr
             kv_cache_dtype=spec.kv_cache_dtype,
             speculative_method=spec.speculative.method if spec.speculative else None,
             max_model_len=spec.max_model_len,
+            tensor_parallel_size=spec.tensor_parallel_size,
             allow_long_max_model_len=spec.allow_long_max_model_len,
             language_model_only=spec.language_model_only,
             skip_mm_profiling=spec.skip_mm_profiling,
@@ -249,10 +270,15 @@ def mps_env(config: StackConfig, checked: CheckedServer) -> tuple[tuple[str, str
 
 
 def process_spec(
-    checked: CheckedServer, gpu_spec: GpuSpec, budget: Budget, mps: MpsClient | None = None
+    checked: CheckedServer,
+    gpu_spec: GpuSpec,
+    budget: Budget,
+    mps: MpsClient | None = None,
+    links: GroupLinks = GroupLinks(),
 ) -> ProcessSpec:
     """The engine limits vLLM will run with: the server's own, else the budget's for the small servers,
-    else vLLM's defaults. As an MPS client (`mps`) its context is the client's, whatever a calibration says."""
+    else vLLM's defaults; one rank's, at the server's tensor-parallel size. As an MPS client (`mps`) its context
+    is the client's, whatever a calibration says."""
     server, arch = checked.spec, checked.arch
     small = ROLES[checked.role].pooling
     max_len = server.max_model_len or (
@@ -290,6 +316,9 @@ def process_spec(
         skip_mm_profiling=server.skip_mm_profiling,
         flashinfer_installed=server.vllm.sampler_flashinfer,
         torch_release=server.vllm.torch_release,
+        tensor_parallel_size=server.tensor_parallel_size,
+        nvswitch=links.nvswitch,
+        nvlink=links.nvlink,
     )
     spec = calibrate(spec, budget.calibration)
     return spec if mps is None else replace(spec, gpu=gpu_as_client(spec.gpu, mps))
@@ -297,6 +326,23 @@ def process_spec(
 
 def _eager_setting(server: ServerSpec) -> str:
     return "true" if server.enforce_eager is True else "false" if server.enforce_eager is False else "auto"
+
+
+def _request(
+    server: CheckedServer,
+    gpu_spec: GpuSpec,
+    budget: Budget,
+    links: GroupLinks = GroupLinks(),
+    mps: MpsClient | None = None,
+) -> ServerRequest:
+    return ServerRequest(
+        server.role,
+        server.path,
+        process_spec(server, gpu_spec, budget, mps, links),
+        _eager_setting(server.spec),
+        budget.embedding_concurrency if ROLES[server.role].pooling else budget.llm_min_concurrency,
+        pin_kv=budget.kv_cache_sizing == "pinned",
+    )
 
 
 def size_pair(
@@ -309,17 +355,26 @@ def size_pair(
     server's MPS client figures, in the same order, under computeSharing mps."""
     clients = list(mps) if mps is not None else [None] * len(checked)
     requests = [
-        ServerRequest(
-            server.role,
-            server.path,
-            process_spec(server, gpu_spec, budget, client),
-            _eager_setting(server.spec),
-            budget.embedding_concurrency if ROLES[server.role].pooling else budget.llm_min_concurrency,
-            pin_kv=budget.kv_cache_sizing == "pinned",
-        )
+        _request(server, gpu_spec, budget, mps=client)
         for server, client in zip(checked, clients, strict=True)
     ]
     return plan_gpu(gpu_spec, requests, budget.safety_margin_mib)
+
+
+def size_group(
+    pair: Pair, index: int, checked: list[CheckedServer], gpu_spec: GpuSpec, budget: Budget, links: GroupLinks
+) -> GroupPlan:
+    """A tensor-parallel LLM and its companions on the GPUs of its group: each companion on the GPU the pair
+    gives it, then a rank of the LLM on every GPU."""
+    gpus = pair.group_gpus()
+    llm, *companions = sorted(checked, key=lambda s: s.role is not Role.LLM)
+    request = GroupRequest(
+        f"colo:pairs[{index}]",
+        _request(llm, gpu_spec, budget, links),
+        tuple((_request(s, gpu_spec, budget, links), gpus[s.role]) for s in companions),
+        pair.rank_balance,
+    )
+    return plan_group(gpu_spec, request, budget.safety_margin_mib)
 
 
 def server_args(pair_name: str, checked: CheckedServer, memory_plan: ServerPlan) -> tuple[str, ...]:
@@ -340,7 +395,7 @@ def server_args(pair_name: str, checked: CheckedServer, memory_plan: ServerPlan)
 
 
 def startup_probes(
-    checked: list[CheckedServer], gpu_plan: GpuPlan, storage: Storage, native_sidecars: bool
+    checked: list[CheckedServer], gpu_plan: GpuPlan | GroupPlan, storage: Storage, native_sidecars: bool
 ) -> list[ProbeBudget]:
     """Each server's startup budget; without native sidecars it also waits for the servers before it."""
     probes: list[ProbeBudget] = []
@@ -377,7 +432,7 @@ def loaded_revision(checked: CheckedServer) -> str | None:
 def assemble_pair(
     pair_name: str,
     checked: list[CheckedServer],
-    gpu_plan: GpuPlan,
+    gpu_plan: GpuPlan | GroupPlan,
     args: list[tuple[str, ...]],
     probes: list[ProbeBudget],
     placement: Placement,
@@ -419,6 +474,7 @@ def plan_pair(
     placement: Placement,
     native_sidecars: bool,
     s3_profile: S3Profile | None,
+    links: GroupLinks = GroupLinks(),
 ) -> tuple[PairPlan | None, list[Problem]]:
     """The pair's plan and its problems; None when a server could not be sized at all."""
     token = config.hub_token.get_secret_value() if config.hub_token else None
@@ -428,11 +484,17 @@ def plan_pair(
     problems += unmeasured
     if problems:
         return None, problems
-    gpu_plan = size_pair(checked, gpu_spec, config.budget, clients)
+    gpu_plan: GpuPlan | GroupPlan = (
+        size_group(pair, index, checked, gpu_spec, config.budget, links)
+        if pair.tensor_parallel_size > 1
+        else size_pair(checked, gpu_spec, config.budget, clients)
+    )
     args = [
         server_args(pair.name, server, plan) for server, plan in zip(checked, gpu_plan.servers, strict=True)
     ]
     probes = startup_probes(checked, gpu_plan, config.storage, native_sidecars)
     sharing = pair_sharing(config, pair, gpu_spec, clients)
     pair_plan = assemble_pair(pair.name, checked, gpu_plan, args, probes, placement, config, sharing)
-    return pair_plan, [*gpu_plan.problems, *device_plugin_fit_problems(config, gpu_plan)]
+    # a group under MPS is refused with the platform (colo.plan.platform.group_pairing_problems)
+    fit = device_plugin_fit_problems(config, gpu_plan) if isinstance(gpu_plan, GpuPlan) else []
+    return pair_plan, [*gpu_plan.problems, *fit]

@@ -56,6 +56,7 @@ def platform_problems(config: StackConfig) -> list[Problem]:
                 f"{cluster.kubernetes_version}. Upgrade the cluster, or use time-slice or uuid-handoff",
             )
         )
+    problems += group_pairing_problems(config)
     if method == "time-slice":
         gpus = gpus_per_node(config)
         if gpus is None:
@@ -140,3 +141,34 @@ def uses_native_sidecars(config: StackConfig) -> bool:
     if cluster.native_sidecars is not None:
         return cluster.native_sidecars
     return cluster.minor >= NATIVE_SIDECAR_MIN_MINOR
+
+
+def group_pairing_problems(config: StackConfig) -> list[Problem]:
+    """Time-slicing cannot give a tensor-parallel LLM its GPUs, nor say which of them a companion shares; MPS is
+    planned for one GPU shared by a pair's servers, not for a group."""
+    groups = [pair.name for pair in config.pairs if pair.tensor_parallel_size > 1]
+    if not groups:
+        return []
+    problems: list[Problem] = []
+    if config.cluster.compute_sharing == "mps":
+        problems.append(
+            Problem(
+                "colo:cluster.computeSharing",
+                f"mps is planned for a pair on one GPU, whose servers share one MPS server; colo has not planned "
+                f"MPS over a tensor-parallel group (pairs {', '.join(groups)}: an MPS server on every GPU of the "
+                f"group, the ranks' NCCL traffic as MPS clients). Use computeSharing time-slice for these pairs' "
+                f"stack, or run the LLM on one GPU",
+            )
+        )
+    if config.cluster.gpu_pairing != "time-slice":
+        return problems
+    return [
+        *problems,
+        Problem(
+            "colo:cluster.gpuPairing",
+            f"time-slice cannot place a tensor-parallel LLM (pairs {', '.join(groups)}): the device plugin hands "
+            f"each container slices of whichever GPU it picks, so a pod can neither ask for N distinct GPUs for "
+            f"the ranks nor say which of them a companion shares, and time-slice runs on single-GPU nodes only. "
+            f"Use gpuPairing dra (one claim of N GPUs, each companion on one of them) or uuid-handoff",
+        ),
+    ]

@@ -37,7 +37,8 @@ def startup_budget(
     download_mib_per_s: float | None,
     waits_for_s: float = 0.0,
 ) -> ProbeBudget:
-    weights_mib = budget.weights_bytes / MIB
+    # a tensor-parallel LLM's ranks each load their share, together the whole checkpoint, from one volume
+    weights_mib = budget.weights_bytes * budget.spec.tensor_parallel_size / MIB
     parts = {
         "read_weights": weights_mib / read_mib_per_s,
         "download_weights": weights_mib / download_mib_per_s if download_mib_per_s else 0.0,

@@ -10,7 +10,7 @@ from colo.plan.compute_sharing import sharing_view
 from colo.plan.pair import PairPlan
 from colo.plan.server import Server
 from colo.plan.stack import Plan
-from colo.vllm import ServerPlan, budget_view, gpu_view, in_gib
+from colo.vllm import GroupPlan, ServerPlan, budget_view, gpu_view, in_gib
 
 
 def memory_view(plan: ServerPlan) -> dict[str, Any]:
@@ -43,12 +43,53 @@ def server_view(server: Server) -> dict[str, Any]:
     }
 
 
+def group_view(pair: PairPlan, group: GroupPlan) -> dict[str, Any]:
+    """Every GPU of a tensor-parallel LLM's group: its servers in start order (the LLM's rank last), its figures."""
+    names = [s.name for s in pair.servers]
+    llm = pair.llm.name
+
+    def on_gpu(k: int) -> list[str]:
+        return [n for n, g in zip(names, group.companion_gpus, strict=False) if g == k] + [f"{llm} rank {k}"]
+
+    return {
+        "tensor_parallel_size": group.tensor_parallel_size,
+        "binding_gpu": group.binding,
+        "notes": list(group.notes),
+        "gpus": [
+            {
+                "gpu": k,
+                "node_gpu": pair.placement.gpu + k,
+                "predicted_used_mib": round(plan.used_bytes / MIB),
+                "predicted_free_mib": round(plan.free_bytes / MIB),
+                "idle_mib": round(group.idle_bytes[k] / MIB),
+                "servers": [
+                    {
+                        "name": name,
+                        "role": server.role,
+                        "gpu_memory_utilization": server.utilization,
+                        "footprint_mib": round(server.budget.footprint_bytes / MIB),
+                        "startup_free_gib": in_gib(server.budget.startup.free_bytes),
+                        "requested_gib": in_gib(server.budget.startup.requested_bytes),
+                        "startup_ok": server.budget.startup.ok,
+                        "kv_cache_gib": in_gib(server.budget.kv_bytes),
+                        "num_gpu_blocks": server.budget.capacity.num_blocks if server.budget.capacity else 0,
+                    }
+                    for name, server in zip(on_gpu(k), plan.servers, strict=True)
+                ],
+            }
+            for k, plan in enumerate(group.gpus)
+        ],
+    }
+
+
 def pair_view(pair: PairPlan) -> dict[str, Any]:
     gpu_plan = pair.gpu_plan
     return {
         "name": pair.name,
         "node": pair.placement.node,
         "gpu": pair.placement.gpu,
+        "gpus": list(pair.placement.gpu_indices),
+        "group": group_view(pair, pair.group) if pair.group else None,
         "feasible": pair.feasible,
         "predicted_used_mib": round(gpu_plan.used_bytes / MIB),
         "predicted_free_mib": round(gpu_plan.free_bytes / MIB),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from colo.catalog import GpuLookupError, GpuSpec, instance_type, resolve_gpu
+from colo.catalog import GpuLookupError, GpuSpec, InstanceType, instance_type, resolve_gpu
 from colo.config.schema import StackConfig
 from colo.errors import Problem
 from colo.plan.assumed_rules import assumed_rules_warnings
@@ -19,7 +19,7 @@ from colo.plan.capacity import capacity_problems
 from colo.plan.compute_sharing import daemon_slices, sharing_problems
 from colo.plan.hub_access import hub_access_warnings
 from colo.plan.monitoring import observability_warnings, scrape_warnings
-from colo.plan.pair import PairPlan, S3Profile, plan_pair
+from colo.plan.pair import GroupLinks, PairPlan, S3Profile, plan_pair
 from colo.plan.placement import node_count, node_limit_problems, place_pairs
 from colo.plan.platform import gpus_per_node, instance_type_known, platform_problems, uses_native_sidecars
 from colo.plan.resources import node_fit_problems
@@ -87,32 +87,26 @@ def make_plan(
         )
     per_node = gpus_per_node(config) or 1
     native = uses_native_sidecars(config)
-    nodes = node_count(len(config.pairs), pool.spare_gpus, per_node)
-    problems += node_limit_problems(len(config.pairs), pool.spare_gpus, per_node, pool.max_nodes)
+    instance = instance_type(pool.instance_type) if instance_type_known(config) else None
+    problems += group_size_problems(config, per_node)
+    sizes = [min(pair.tensor_parallel_size, per_node) for pair in config.pairs]  # oversize: refused above
+    nodes = node_count(sizes, pool.spare_gpus, per_node)
+    problems += node_limit_problems(sizes, pool.spare_gpus, per_node, pool.max_nodes)
     pairs: list[PairPlan] = []
-    placements = place_pairs(len(config.pairs), per_node)
+    placements = place_pairs(sizes, per_node)
+    links = group_links(instance)
     pods_by_node: dict[int, list[tuple[str, Sequence[tuple[str, str, str]]]]] = {}
     for index, (pair, placement) in enumerate(zip(config.pairs, placements, strict=True)):
-        pair_plan, pair_problems = plan_pair(pair, index, config, gpu_spec, placement, native, s3_profile)
+        pair_plan, pair_problems = plan_pair(
+            pair, index, config, gpu_spec, placement, native, s3_profile, links
+        )
         problems += pair_problems
         if pair_plan is not None:
             pairs.append(pair_plan)
             requests = [(s.role, s.cpu, s.memory) for s in pair_plan.servers]
             pods_by_node.setdefault(placement.node, []).append((f"colo:pairs[{index}]", requests))
-    used_nodes = len(pods_by_node)
-    if used_nodes > 1 and config.storage.access_mode == "ReadWriteOnce":
-        problems.append(
-            Problem(
-                "colo:storage.accessMode",
-                f"the pairs run on {used_nodes} nodes, but a ReadWriteOnce volume attaches to one node only; use "
-                f"ReadWriteMany or ReadOnlyMany with a storage class that supports it (EFS, say)",
-            )
-        )
+    problems += node_problems(config, instance, pods_by_node)
     problems += capacity_problems(config, gpu_spec, per_node, pairs)
-    instance = instance_type(pool.instance_type) if instance_type_known(config) else None
-    if instance is not None:
-        for pods in pods_by_node.values():
-            problems += node_fit_problems(instance, pods)
     # A shared GPU offers as many time-slices as the largest pair has servers (and its MPS daemon, if in the pod).
     servers_per_gpu = max((len(pair.servers) for pair in pairs), default=0) + daemon_slices(config)
     plugin = device_plugin(config, servers_per_gpu)
@@ -130,7 +124,84 @@ def make_plan(
         warnings=(
             *assumed_rules_warnings(config),
             *hub_access_warnings(config, pairs),
+            *interconnect_warnings(config, instance),
             *observability_warnings(config, plugin),
             *scrape_warnings(config),
         ),
     )
+
+
+def node_problems(
+    config: StackConfig,
+    instance: InstanceType | None,
+    pods_by_node: dict[int, list[tuple[str, Sequence[tuple[str, str, str]]]]],
+) -> list[Problem]:
+    """What the nodes the pairs landed on cannot give them: one volume across nodes, CPU or memory."""
+    problems: list[Problem] = []
+    used_nodes = len(pods_by_node)
+    if used_nodes > 1 and config.storage.access_mode == "ReadWriteOnce":
+        problems.append(
+            Problem(
+                "colo:storage.accessMode",
+                f"the pairs run on {used_nodes} nodes, but a ReadWriteOnce volume attaches to one node only; use "
+                f"ReadWriteMany or ReadOnlyMany with a storage class that supports it (EFS, say)",
+            )
+        )
+    if instance is not None:
+        for pods in pods_by_node.values():
+            problems += node_fit_problems(instance, pods)
+    return problems
+
+
+def group_links(instance: InstanceType | None) -> GroupLinks:
+    """How a node's GPUs reach one another, from the instance catalog: NVSwitch boards join every pair by NVLink,
+    the other types by PCIe. An unknown node is taken as NVLink without NVSwitch: vLLM's custom all-reduce buffers
+    counted, NCCL's NVLink SHARP buffers not."""
+    if instance is None:
+        return GroupLinks()
+    return GroupLinks(nvswitch=instance.nvswitch, nvlink=instance.nvswitch)
+
+
+def group_size_problems(config: StackConfig, per_node: int) -> list[Problem]:
+    """A tensor-parallel LLM's group must fit one node, whose GPU count colo must know."""
+    problems: list[Problem] = []
+    known = gpus_per_node(config) is not None
+    for index, pair in enumerate(config.pairs):
+        size = pair.tensor_parallel_size
+        if size == 1:
+            continue
+        path = f"colo:pairs[{index}].llm.tensorParallelSize"
+        if not known:
+            problems.append(
+                Problem(
+                    path,
+                    f"{size} GPUs on one node, but colo does not know how many GPUs a node of "
+                    f"{config.node_pool.instance_type} has; set nodePool.gpusPerNode (or an instance type of its "
+                    f"catalog)",
+                )
+            )
+        elif size > per_node:
+            problems.append(
+                Problem(
+                    path,
+                    f"{size} GPUs, but a node of {config.node_pool.instance_type} has {per_node}: colo runs a "
+                    f"tensor-parallel group on one node; choose an instance type with {size} or more GPUs, or a "
+                    f"smaller tensorParallelSize",
+                )
+            )
+    return problems
+
+
+def interconnect_warnings(config: StackConfig, instance: InstanceType | None) -> list[Problem]:
+    """A tensor-parallel LLM on nodes whose instance type colo does not know: its interconnect is assumed."""
+    if instance is not None or all(pair.tensor_parallel_size == 1 for pair in config.pairs):
+        return []
+    return [
+        Problem(
+            "colo:nodePool.instanceType",
+            "colo does not know how the GPUs of these nodes reach one another, which sizes the tensor-parallel "
+            "communicators; it assumes NVLink between every pair of GPUs without NVSwitch (vLLM's custom "
+            "all-reduce buffers counted, NCCL's NVLink SHARP buffers not). Name an instance type of colo's "
+            "catalog to have it known",
+        )
+    ]

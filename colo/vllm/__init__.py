@@ -3,7 +3,8 @@ one process and of several processes on one GPU. Knows nothing of stacks, Kubern
 
 This module is the package's public surface: the rest of colo, and any other program, imports from `colo.vllm`
 alone. `estimate` sizes one process (one rank) as vLLM would; `plan_gpu` sizes several started one after another on
-one GPU. The submodules are internal and may change without notice.
+one GPU; `plan_group` a tensor-parallel LLM's ranks on the GPUs of its group, beside companions spread over them. The
+submodules are internal and may change without notice.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from colo.vllm.checkpoint.quant_methods import (
 )
 from colo.vllm.checkpoint.safetensors import header_length, parse_header, tensor_bytes_by_part
 from colo.vllm.colocate import GpuPlan, ServerPlan, ServerRequest, plan_gpu
+from colo.vllm.colocate_tp import GroupPlan, GroupRequest, RankBalance, plan_group
 from colo.vllm.estimator import Estimate, EstimateRefused, EstimateRequest, estimate, estimate_view
 from colo.vllm.extra_args import extra_arg_refusal
 from colo.vllm.memory_inputs import FLASHINFER_SAMPLER_ENV
@@ -78,6 +80,8 @@ __all__ = [
     "EstimateRefused",
     "EstimateRequest",
     "GpuPlan",
+    "GroupPlan",
+    "GroupRequest",
     "HubError",
     "HubModel",
     "ModelArchitecture",
@@ -86,6 +90,7 @@ __all__ = [
     "ProcessBudget",
     "ProcessSpec",
     "QuantizationRefused",
+    "RankBalance",
     "ServeArgsRefusal",
     "ServerPlan",
     "ServerRequest",
@@ -119,6 +124,7 @@ __all__ = [
     "parse_config_json",
     "parse_header",
     "plan_gpu",
+    "plan_group",
     "quant_release",
     "release_key",
     "reranker_refusal",

@@ -154,14 +154,26 @@ def _derive_small(spec: ProcessSpec, requests: float, free_before: int) -> Proce
     return replace(spec, gpu_memory_utilization=min(_util_up(need, spec.gpu.cuda_total_bytes), 0.99))
 
 
-def _resident_limit_util(b: ProcessBudget, free_before: int, margin: int) -> float:
-    """The highest utilization whose process, context and out-of-budget graphs still leave `margin` free; sized
-    after warm-up, also one whose request leaves the process its own vLLM margin at its snapshot, so that its
-    pool comes from the request and not from what the device has free."""
+def _resident_limit_bytes(b: ProcessBudget, free_before: int, margin: int) -> int:
+    """The largest request whose process, context and out-of-budget graphs still leave `margin` free; sized
+    after warm-up, also one that leaves the process its own vLLM margin at its snapshot, so that its pool comes
+    from the request and not from what the device has free."""
     limit = free_before - b.resident_beyond_request_bytes - margin
     if b.measured is not None:
         limit = min(limit, free_before - b.context_bytes - b.measured.margin_bytes)
-    return _util_down(limit, b.spec.gpu.cuda_total_bytes)
+    return limit
+
+
+def _resident_limit_util(b: ProcessBudget, free_before: int, margin: int) -> float:
+    """`_resident_limit_bytes` as a utilization vLLM can be given (rounded down to the flag's three decimals)."""
+    return _util_down(_resident_limit_bytes(b, free_before, margin), b.spec.gpu.cuda_total_bytes)
+
+
+def room_for_last(request: ServerRequest, free_before: int, slack: int) -> int:
+    """Bytes the last server started may request beside what `free_before` leaves, keeping `slack` free: what a
+    GPU offers the server that takes the rest (a tensor-parallel rank's slice is the least any GPU offers)."""
+    probe = size_process(replace(request.spec, gpu_memory_utilization=0.5), free_before_bytes=free_before)
+    return _resident_limit_bytes(probe, free_before, slack)
 
 
 def _derive_last(spec: ProcessSpec, free_before: int, margin: int) -> ProcessSpec:
@@ -171,7 +183,7 @@ def _derive_last(spec: ProcessSpec, free_before: int, margin: int) -> ProcessSpe
     return replace(spec, gpu_memory_utilization=min(util, 0.99))
 
 
-def _pinned(budget: ProcessBudget, free_before: int) -> ProcessBudget:
+def pin_pool(budget: ProcessBudget, free_before: int) -> ProcessBudget:
     """The server with its pool pinned at the size vLLM would measure (`--kv-cache-memory-bytes`, which turns
     the extensible KV cache off); its utilization stays, for the startup check that returns with it."""
     if budget.measured is None or budget.capacity is None or budget.kv_bytes <= 0:
@@ -201,7 +213,7 @@ def _candidates(request: ServerRequest) -> list[tuple[ProcessSpec, str]]:
     return options
 
 
-def _size_one(request: ServerRequest, free_before: int, margin: int, last: bool) -> ServerPlan:
+def size_server(request: ServerRequest, free_before: int, margin: int, last: bool) -> ServerPlan:
     """Try default graphs, then reduced sizes, then eager; keep the first that fits with the margin,
     else the first that at least does not run out of memory, else the last resort."""
     derived = request.spec.gpu_memory_utilization is None and request.spec.kv_cache_memory_bytes is None
@@ -229,7 +241,7 @@ def _size_one(request: ServerRequest, free_before: int, margin: int, last: bool)
     elif decision == "eager (fallback)":
         notes.append(_decode_cost(decision))
     if request.pin_kv and budget.measured is not None:
-        budget = _pinned(budget, free_before)
+        budget = pin_pool(budget, free_before)
     return ServerPlan(
         request.role, request.config_path, budget, derived, decision, tuple(notes), configured=tried[0][0]
     )
@@ -250,76 +262,88 @@ def _decode_cost(decision: str) -> str:
 
 def _explain(server: ServerPlan, free_before: int, margin: int) -> list[Problem]:
     b = server.budget
-    path = server.config_path
-    gib = 1024**3
-    problems: list[Problem] = []
     # one suggestion for one config: the limit of the server as configured, whichever fallback was tried
     limit = _resident_limit_util(server.configured or b, free_before, margin)
+    problems: list[Problem] = []
     if b.measured is not None and b.measured.bound == "free" and b.capacity is not None:
         problems.append(_free_bound_problem(server, free_before, limit))
     if not b.startup.ok:
-        problems.append(
-            Problem(
-                f"{path}.gpuMemoryUtilization",
-                f"{b.startup.message} [vLLM's startup check: this server starts after the ones before it hold "
-                f"{(b.spec.gpu.cuda_total_bytes - free_before) / gib:.2f} GiB; fix: {_utilization_advice(limit)} "
-                f"(what fits beside its CUDA context, graphs outside vLLM's budget and the safety margin) or drop "
-                f"the override so colo derives it]",
-            )
-        )
+        problems.append(_startup_problem(server, free_before, limit))
     if not b.weights_fit:
         return [*problems, _weights_problem(server)]
     if b.errors and b.errors[0].startswith(GRAPH_PROFILE_OOM):
         return [
             *problems,
             Problem(
-                path,
+                server.config_path,
                 f"{b.errors[0]}; fixes: fewer cudagraphCaptureSizes (the temporary cache has as many blocks as the "
                 f"largest size), enforceEager: true, or a smaller maxModelLen",
             ),
         ]
-    for error in b.errors:
-        geometry = geometry_for(b.spec)
-        hint = ""
-        if geometry is not None and b.kv_bytes > 0:
-            fit = max_model_len_for(
-                geometry,
-                b.kv_bytes,
-                max_num_batched_tokens=b.spec.limits.max_num_batched_tokens,
-                num_speculative_tokens=b.spec.num_speculative_tokens,
-                upper=b.spec.limits.max_model_len,
-                sliding_inflight_batches=b.spec.rules.sliding_inflight_batches,
-            )
-            hint = f"; the KV pool holds one request of at most {fit} tokens"
-        problems.append(
-            Problem(
-                f"{path}.maxModelLen",
-                f"{error} [weights {b.weights_bytes / gib:.2f} GiB, activations {b.activation_bytes / gib:.2f} GiB, "
-                f"CUDA graphs {b.graphs.bytes / gib:.2f} GiB leave {b.kv_bytes / gib:.2f} GiB of KV cache{hint}; "
-                f"fixes: {_cumulative_fix(server, free_before, margin)}lower maxModelLen, set kvCacheDtype: fp8, use "
-                f"a smaller or quantized model, or give this pair a larger GPU{_margin_fix(server, margin)}]",
-            )
+    problems += [_kv_problem(server, error, free_before, margin) for error in b.errors]
+    return [*problems, *_resident_problems(server, free_before, margin, limit)]
+
+
+def _startup_problem(server: ServerPlan, free_before: int, limit: float) -> Problem:
+    b = server.budget
+    return Problem(
+        f"{server.config_path}.gpuMemoryUtilization",
+        f"{b.startup.message} [vLLM's startup check: this server starts after the ones before it hold "
+        f"{(b.spec.gpu.cuda_total_bytes - free_before) / 1024**3:.2f} GiB; fix: {_utilization_advice(limit)} "
+        f"(what fits beside its CUDA context, graphs outside vLLM's budget and the safety margin) or drop "
+        f"the override so colo derives it]",
+    )
+
+
+def _kv_problem(server: ServerPlan, error: str, free_before: int, margin: int) -> Problem:
+    """A KV pool vLLM refuses, with what took the memory and the longest request the pool would hold."""
+    b = server.budget
+    gib = 1024**3
+    geometry = geometry_for(b.spec)
+    hint = ""
+    if geometry is not None and b.kv_bytes > 0:
+        fit = max_model_len_for(
+            geometry,
+            b.kv_bytes,
+            max_num_batched_tokens=b.spec.limits.max_num_batched_tokens,
+            num_speculative_tokens=b.spec.num_speculative_tokens,
+            upper=b.spec.limits.max_model_len,
+            sliding_inflight_batches=b.spec.rules.sliding_inflight_batches,
         )
+        hint = f"; the KV pool holds one request of at most {fit} tokens"
+    return Problem(
+        f"{server.config_path}.maxModelLen",
+        f"{error} [weights {b.weights_bytes / gib:.2f} GiB, activations {b.activation_bytes / gib:.2f} GiB, "
+        f"CUDA graphs {b.graphs.bytes / gib:.2f} GiB leave {b.kv_bytes / gib:.2f} GiB of KV cache{hint}; "
+        f"fixes: {_cumulative_fix(server, free_before, margin)}lower maxModelLen, set kvCacheDtype: fp8, use "
+        f"a smaller or quantized model, or give this pair a larger GPU{_margin_fix(server, margin)}]",
+    )
+
+
+def _resident_problems(server: ServerPlan, free_before: int, margin: int, limit: float) -> list[Problem]:
+    """A server that started but holds more than the GPU has free, or eats into the safety margin."""
+    b = server.budget
+    gib = 1024**3
     if b.startup.ok and not b.errors and b.footprint_bytes > free_before:
-        problems.append(
+        return [
             Problem(
-                path,
+                server.config_path,
                 f"out of memory after startup: this server needs {b.footprint_bytes / gib:.2f} GiB resident "
                 f"(CUDA context {b.context_bytes / gib:.2f}, graphs outside vLLM's budget "
                 f"{b.graphs_outside_budget_bytes / gib:.2f}) but only "
                 f"{free_before / gib:.2f} GiB is free; fixes: {_utilization_advice(limit)}, shrink "
                 f"cudagraphCaptureSizes, or set enforceEager",
             )
-        )
-    elif b.ok and b.footprint_bytes > free_before - margin:
-        problems.append(
+        ]
+    if b.ok and b.footprint_bytes > free_before - margin:
+        return [
             Problem(
-                path,
+                server.config_path,
                 f"leaves {(free_before - b.footprint_bytes) / 2**20:.0f} MiB free, less than the safety margin of "
                 f"{margin / 2**20:.0f} MiB (colo:budget.safetyMarginMiB); {_utilization_advice(limit)}",
             )
-        )
-    return problems
+        ]
+    return []
 
 
 def _free_bound_problem(server: ServerPlan, free_before: int, limit: float) -> Problem:
@@ -437,38 +461,65 @@ def _margin_fix(server: ServerPlan, margin: int) -> str:
     return f", or lower colo:budget.safetyMarginMiB ({margin // MIB} MiB now)"
 
 
-def plan_gpu(gpu: GpuSpec, requests: list[ServerRequest], safety_margin_mib: int) -> GpuPlan:
-    """Size the servers in start order; the last one takes what is left. Where pools are sized after
-    warm-up, the slack left for the last server is also every earlier server's vLLM margin, so that each can
-    restart into its own slot."""
-    margin = safety_margin_mib * MIB
+def slack_beside(servers: list[ServerPlan], margin: int) -> int:
+    """What the server that takes the rest must leave free: the safety margin, and, where pools are sized after
+    warm-up, every earlier server's vLLM margin, so that each can restart into its own slot."""
+    return max([margin, *(_vllm_margin(s.budget) for s in servers)])
+
+
+def server_problems(
+    server: ServerPlan, request: ServerRequest, free_before: int, slack: int, margin: int
+) -> list[Problem]:
+    """Why a sized server would not start or not serve what it is planned for, with the fix; `slack` is what it
+    had to leave free, `margin` the stack's safety margin."""
+    problems = _explain(server, free_before, slack)
+    capacity = server.budget.capacity
+    if capacity is not None and server.budget.ok and capacity.max_concurrency < request.target_requests:
+        problems.append(
+            Problem(
+                f"{request.config_path}.maxModelLen",
+                f"KV cache holds {capacity.max_concurrency:.2f} concurrent max-length requests, "
+                f"fewer than the {request.target_requests:g} this server is planned for "
+                f"(colo:budget.{'embeddingConcurrency' if request.spec.pooling else 'llmMinConcurrency'}); "
+                f"lower maxModelLen or use kvCacheDtype: fp8{_margin_fix(server, margin)}",
+            )
+        )
+    return problems
+
+
+def size_in_order(
+    gpu: GpuSpec, requests: list[ServerRequest], margin: int, *, last_takes_rest: bool = True
+) -> tuple[list[ServerPlan], list[Problem]]:
+    """The servers on one GPU in start order, each against what the earlier ones left free; with
+    `last_takes_rest` the last one gets the most that leaves the slack, else every one is sized for its own
+    target (the companions of a tensor-parallel LLM, whose ranks start after them)."""
     free = gpu.cuda_total_bytes
     servers: list[ServerPlan] = []
     problems: list[Problem] = []
     for index, request in enumerate(requests):
-        last = index == len(requests) - 1
-        slack = max([margin, *(_vllm_margin(s.budget) for s in servers)]) if last else margin
-        server = _size_one(request, free, slack, last)
-        problems += _explain(server, free, slack)
-        if (
-            server.budget.capacity is not None
-            and server.budget.ok
-            and server.budget.capacity.max_concurrency < (request.target_requests)
-        ):
-            problems.append(
-                Problem(
-                    f"{request.config_path}.maxModelLen",
-                    f"KV cache holds {server.budget.capacity.max_concurrency:.2f} concurrent max-length requests, "
-                    f"fewer than the {request.target_requests:g} this server is planned for "
-                    f"(colo:budget.{'embeddingConcurrency' if request.spec.pooling else 'llmMinConcurrency'}); "
-                    f"lower maxModelLen or use kvCacheDtype: fp8{_margin_fix(server, margin)}",
-                )
-            )
+        last = last_takes_rest and index == len(requests) - 1
+        slack = slack_beside(servers, margin) if last else margin
+        server = size_server(request, free, slack, last)
+        problems += server_problems(server, request, free, slack, margin)
         servers.append(server)
         free -= server.budget.footprint_bytes
+    return servers, problems
+
+
+def finish_gpu(gpu: GpuSpec, servers: list[ServerPlan], margin: int, problems: list[Problem]) -> GpuPlan:
+    """One GPU's plan from its sized servers: the notes of a shared GPU, and every server's restart checked."""
     if len(servers) > 1:
         servers = [replace(s, notes=(*s.notes, *_shared_gpu_notes(s))) for s in servers]
     plan = GpuPlan(gpu, tuple(servers), margin, tuple(problems))
     if any(p.path.endswith(".gpuMemoryUtilization") for p in problems):
         return plan  # an override already refused: its restart would only repeat the finding
     return replace(plan, problems=(*problems, *restart_problems(plan)))
+
+
+def plan_gpu(gpu: GpuSpec, requests: list[ServerRequest], safety_margin_mib: int) -> GpuPlan:
+    """Size the servers in start order; the last one takes what is left. Where pools are sized after
+    warm-up, the slack left for the last server is also every earlier server's vLLM margin, so that each can
+    restart into its own slot."""
+    margin = safety_margin_mib * MIB
+    servers, problems = size_in_order(gpu, requests, margin)
+    return finish_gpu(gpu, servers, margin, problems)

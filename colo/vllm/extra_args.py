@@ -92,7 +92,7 @@ DERIVED: dict[str, str] = {
     "--limit-mm-per-prompt": "which colo sizes the vision profile for: use `limitMmPerPrompt`",
     "--skip-mm-profiling": "which colo sets from the stack: use `skipMmProfiling`",
     "--no-skip-mm-profiling": "which colo sets from the stack: use `skipMmProfiling`",
-    "--tensor-parallel-size": "but colo plans every server on one GPU (tensor parallel size 1)",
+    "--tensor-parallel-size": "which colo sizes every rank for: use the LLM's `tensorParallelSize`",
     "--pipeline-parallel-size": "but colo plans every server on one GPU (pipeline parallel size 1)",
     "--data-parallel-size": "but colo plans every server on one GPU (data parallel size 1)",
     "--decode-context-parallel-size": "but colo plans every server on one GPU (context parallel size 1)",

@@ -51,6 +51,8 @@ def vllm_arguments(
         "--max-num-batched-tokens",
         str(spec.limits.max_num_batched_tokens),
     ]
+    if spec.tensor_parallel_size > 1:
+        args += ["--tensor-parallel-size", str(spec.tensor_parallel_size)]
     if revision is not None:
         args += ["--revision", revision]
     if trust_remote_code:

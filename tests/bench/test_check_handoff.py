@@ -22,6 +22,8 @@ case "$*" in
   -L) for i in "${{!gpus[@]}}"; do echo "GPU $i: H200 (UUID: ${{gpus[$i]}})"; done ;;
   *driver_version*) echo 580.0 ;;
   *index,gpu_uuid,pci.bus_id,name*) for i in "${{!gpus[@]}}"; do echo "$i, ${{gpus[$i]}}, 0000:0$i:00.0, H200"; done ;;
+  *pci.bus_id,gpu_uuid*) for i in "${{!gpus[@]}}"; do
+      if [[ -z $only || $only == "$i" ]]; then echo "0000:0$i:00.0, ${{gpus[$i]}}"; fi; done ;;
   *index,gpu_uuid*) for i in "${{!gpus[@]}}"; do echo "$i, ${{gpus[$i]}}"; done ;;
   *gpu_uuid*) if [[ -n $only ]]; then echo "${{gpus[$only]}}"; else printf '%s\\n' "${{gpus[@]}}"; fi ;;
   *) echo "unexpected: $*" >&2; exit 9 ;;

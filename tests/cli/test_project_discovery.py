@@ -29,7 +29,7 @@ def test_the_nearest_project_file_from_a_subdirectory_is_found(tmp_path: Path) -
     deep = project / "notes" / "deeper"
     deep.mkdir(parents=True)
     assert find_project(deep) == project / "Pulumi.yaml"
-    assert list_stacks(deep) == ["dev", "local", "prod"]
+    assert list_stacks(deep) == ["dev", "local", "prod", "tp"]
 
 
 def test_plan_runs_on_the_project_that_cwd_names(

@@ -115,8 +115,8 @@ def test_each_pair_of_a_stack_plans_alone_exactly_as_the_stack_plans_it(stack_fi
 
 def _as_declared(pair: PairPlan) -> dict[str, Any]:
     """Everything of a pair's plan that reaches its objects or `colo plan`'s view: all but where the stack put
-    it (its node and GPU, and the pairs[i] its messages would name)."""
-    view = {key: value for key, value in pair_view(pair).items() if key not in {"node", "gpu"}}
+    it (its node and GPUs, and the pairs[i] its messages would name)."""
+    view = {key: value for key, value in pair_view(pair).items() if key not in {"node", "gpu", "gpus"}}
     return {
         **view,
         "weight_syncs": pair.weight_syncs,

@@ -49,13 +49,15 @@ class StackSetup:
     storage_class: str
     volume_size: str
     node_pool_edit: dict[str, str] | None = None  # a variant of the stack file: these nodePool keys changed
+    cluster_edit: dict[str, str] | None = None  # and these cluster keys
 
     def stack_file_in(self, directory: Path) -> Path:
         """The stack file to render: the checked-in one, or its variant written into `directory`."""
-        if self.node_pool_edit is None:
+        if self.node_pool_edit is None and self.cluster_edit is None:
             return self.stack_file
         source: dict[str, Any] = yaml.safe_load(self.stack_file.read_text())
-        source["config"]["colo:nodePool"].update(self.node_pool_edit)
+        source["config"]["colo:nodePool"].update(self.node_pool_edit or {})
+        source["config"]["colo:cluster"].update(self.cluster_edit or {})
         path = directory / f"Pulumi.{self.name}.yaml"
         path.write_text(yaml.safe_dump(source, sort_keys=False))
         return path

@@ -48,7 +48,9 @@ def test_cheaper_instance_types_that_cannot_hold_a_pair_say_which_pair_and_why(
 ) -> None:
     result = pack(field_report, alternatives=0)
     l4 = next(p for p in result.passed if p.instance == "g6.xlarge")
-    assert l4.reason.startswith("qwen27b on L4 (llm.")
+    # one L4 is too small for it; a tensor-parallel group of them would do, on a wider node
+    assert l4.reason.startswith("qwen27b on L4 needs 4 GPUs of one node (tensorParallelSize 4)")
+    assert "more than a node of g6.xlarge has (1); on 2: qwen27b on L4 (llm." in l4.reason
 
 
 def test_a_read_write_once_volume_keeps_pairs_on_one_node_and_the_saving_is_noted() -> None:
@@ -118,8 +120,12 @@ def test_planning_gpu_models_lazily_gives_the_layouts_planning_them_all_gives(
 
 
 def test_companions_skipped_unplanned_are_ones_the_plan_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    # on one GPU (a larger group would hold the 31B model on L4s: see the tensor-parallel tests)
     request = models_request(
-        [{**GEMMA, "maxModelLen": 32768}, {"model": "Qwen/Qwen3-8B", "maxModelLen": 32768, "vllm": VLLM}],
+        [
+            {**GEMMA, "maxModelLen": 32768, "tensorParallelSize": 1},
+            {"model": "Qwen/Qwen3-8B", "maxModelLen": 32768, "tensorParallelSize": 1, "vllm": VLLM},
+        ],
         embeddings=[EMBEDDER, {"model": "BAAI/bge-m3", "maxModelLen": 8192, "vllm": VLLM}],
         rerankers=[{"model": "Qwen/Qwen3-Reranker-0.6B", "maxModelLen": 8192, "vllm": VLLM}],
         instanceFamilies=["g6"],

@@ -69,3 +69,46 @@ def test_the_stack_plan_spreads_pairs_over_single_gpu_nodes() -> None:
     plan = make_plan(config.model_copy(update={"node_pool": pool}))
     assert [p.placement for p in plan.pairs] == [Placement(0, 0), Placement(1, 0), Placement(2, 0)]
     assert plan.node_count == 4  # three pairs and the spare GPU
+
+
+group_sizes = st.lists(st.sampled_from([1, 2, 4, 8]), max_size=24)
+node_widths = st.sampled_from([8, 16])
+
+
+@given(group_sizes, node_widths)
+def test_every_group_lies_on_one_node_and_no_two_pairs_share_a_gpu(sizes: list[int], per_node: int) -> None:
+    slots = place_pairs(sizes, per_node)
+    taken = [(slot.node, g) for slot in slots for g in slot.gpu_indices]
+    assert [slot.gpus for slot in slots] == sizes
+    assert len(taken) == len(set(taken)) == sum(sizes)
+    assert all(0 <= g < per_node for _, g in taken)
+
+
+@given(group_sizes, spares, node_widths)
+def test_groups_that_divide_the_node_strand_no_gpu(sizes: list[int], spare: int, per_node: int) -> None:
+    assert node_count(sizes, spare, per_node) == ceil((sum(sizes) + spare) / per_node)
+
+
+def test_a_tp4_group_and_three_single_gpu_pairs_share_an_eight_gpu_node_largest_first() -> None:
+    assert place_pairs([1, 4, 1, 1], 8) == (
+        Placement(0, 4),
+        Placement(0, 0, 4),
+        Placement(0, 5),
+        Placement(0, 6),
+    )
+    assert Placement(0, 0, 4).gpu_indices == (0, 1, 2, 3)
+
+
+def test_two_tp4_groups_on_four_gpu_nodes_take_a_node_each() -> None:
+    assert place_pairs([4, 4], 4) == (Placement(0, 0, 4), Placement(1, 0, 4))
+    assert node_count([4, 4], 1, 4) == 3
+
+
+def test_a_group_larger_than_a_node_is_refused() -> None:
+    with pytest.raises(ValueError, match="8 GPUs does not fit a node of 4"):
+        place_pairs([8], 4)
+
+
+def test_max_nodes_counts_the_gpus_of_the_groups() -> None:
+    (problem,) = node_limit_problems([4, 4], 0, 4, max_nodes=1)
+    assert "2 pairs on 8 GPUs" in problem.message and "need 2 nodes" in problem.message

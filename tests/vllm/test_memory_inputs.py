@@ -7,19 +7,13 @@ file does not classify fails here, before colo can plan for it.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import replace
 
 import pytest
 
-from colo.components.containers import SecretRef, server_env
-from colo.config import parse_stack_config
-from colo.plan.stack import make_plan
-from colo.stackfiles import load_stack
 from colo.vllm.extra_args import SECRETS, extra_arg_refusal
 from colo.vllm.memory_inputs import (
     MEMORY_WORDS,
-    environment_classes,
     memory_refusal,
     misfiled_options,
     option_classes,
@@ -116,27 +110,3 @@ def test_secrets_stay_secrets() -> None:
     for dest in ("api_key", "hf_token"):
         assert option_classes()[dest].kind == "refused"
     assert "--api-key" in SECRETS and "--hf-token" in SECRETS
-
-
-def test_colo_sets_no_vllm_environment_variable_it_has_not_classified() -> None:
-    env = environment_classes()
-    classified = set(env.derived) | set(env.harmless)
-    assert {"VLLM_USE_FLASHINFER_SAMPLER", "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "VLLM_API_KEY"} <= set(
-        env.derived
-    )
-    set_by_containers = {v.name for v in server_env([SecretRef("VLLM_API_KEY", "secret", "key")])}
-    assert {name for name in set_by_containers if name.startswith("VLLM_")} <= classified
-    raw = copy.deepcopy(load_stack("local").values)
-    llm = raw["pairs"][0]["llm"]
-    llm.update(
-        maxModelLen=50000, allowLongMaxModelLen=True, vllm={"version": "0.22.0", "flashinferSampler": False}
-    )
-    raw["pairs"][0]["embedding"]["vllm"] = {"version": "0.22.0"}
-    plan = make_plan(parse_stack_config(raw))
-    set_by_plan = {name for pair in plan.pairs for server in pair.servers for name, _ in server.env}
-    assert set_by_plan == {"VLLM_ALLOW_LONG_MAX_MODEL_LEN", "VLLM_USE_FLASHINFER_SAMPLER"}
-    assert set_by_plan <= classified
-    everything = classified | set(env.modelled) | set(env.outside_the_plan)
-    assert len(everything) == len(env.derived) + len(env.harmless) + len(env.modelled) + len(
-        env.outside_the_plan
-    )

@@ -1,4 +1,4 @@
-"""What nvidia-smi says about the GPU: one snapshot, or samples taken in the background during a load."""
+"""What nvidia-smi says about the GPUs: one snapshot each, or samples taken in the background during a load."""
 
 from __future__ import annotations
 
@@ -42,23 +42,46 @@ def snapshot(gpu: int = 0) -> dict[str, Any]:
     }
 
 
+def snapshots(gpus: list[int]) -> dict[int, dict[str, Any]]:
+    """A snapshot of each GPU, by its index."""
+    return {gpu: snapshot(gpu) for gpu in gpus}
+
+
 @dataclass
 class Sampler:
-    """Samples used/free MiB every `interval_s` until stopped; keeps the lowest free seen."""
+    """Samples used/free MiB every `interval_s` until stopped; keeps the lowest free seen. With `gpus`, every GPU
+    listed is sampled, and `samples` keeps the first one's."""
 
     gpu: int = 0
     interval_s: float = 0.5
     samples: list[tuple[float, int, int]] = field(default_factory=list)  # (seconds since start, used, free)
+    gpus: tuple[int, ...] = ()
+    per_gpu: dict[int, list[tuple[float, int, int]]] = field(default_factory=dict)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
     def _run(self) -> None:
         start = time.monotonic()
-        query = ["--query-gpu=memory.used,memory.free", "--format=csv,noheader,nounits", "-i", str(self.gpu)]
+        gpus = self.gpus or (self.gpu,)
+        fields = (
+            "--query-gpu=index,memory.used,memory.free"
+            if self.gpus
+            else "--query-gpu=memory.used,memory.free"
+        )
+        query = [fields, "--format=csv,noheader,nounits", "-i", ",".join(map(str, gpus))]
         while not self._stop.is_set():
             try:
-                used, free = (int(v) for v in _rows(_query(query, timeout_s=5.0))[0])
-                self.samples.append((round(time.monotonic() - start, 2), used, free))
+                rows = _rows(_query(query, timeout_s=5.0))
+                now = round(time.monotonic() - start, 2)
+                if self.gpus:
+                    for index, used, free in ((int(a), int(b), int(c)) for a, b, c in rows):
+                        self.per_gpu.setdefault(index, []).append((now, used, free))
+                    first = self.per_gpu.get(gpus[0], [])
+                    if first:
+                        self.samples.append(first[-1])
+                else:
+                    used, free = (int(v) for v in rows[0])
+                    self.samples.append((now, used, free))
             except (subprocess.SubprocessError, ValueError, IndexError, OSError):
                 pass
             self._stop.wait(self.interval_s)
@@ -76,9 +99,19 @@ class Sampler:
     def summary(self) -> dict[str, Any]:
         if not self.samples:
             return {"samples": 0}
-        return {
+        out: dict[str, Any] = {
             "samples": len(self.samples),
             "max_used_mib": max(s[1] for s in self.samples),
             "min_free_mib": min(s[2] for s in self.samples),
             "series": self.samples,
         }
+        if self.per_gpu:
+            out["per_gpu"] = {
+                str(gpu): {
+                    "max_used_mib": max(s[1] for s in series),
+                    "min_free_mib": min(s[2] for s in series),
+                    "series": series,
+                }
+                for gpu, series in sorted(self.per_gpu.items())
+            }
+        return out

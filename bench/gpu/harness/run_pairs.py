@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .gpu_state import Sampler, snapshot
+from .gpu_state import Sampler, snapshots
 from .load import ClientSpec, run_phase
 from .model_dirs import write_model_dir
 from .mps import MpsDaemon, group_pids
@@ -67,8 +67,15 @@ def package_versions() -> dict[str, str | None]:
     return versions
 
 
-def machine_facts() -> dict[str, Any]:
+def machine_facts(gpus: int = 1) -> dict[str, Any]:
     facts: dict[str, Any] = {"python": platform.python_version(), "packages": package_versions()}
+    if gpus > 1:  # how the GPUs are linked decides the tensor-parallel communicators' memory
+        try:
+            facts["topology"] = subprocess.run(
+                ["nvidia-smi", "topo", "-m"], capture_output=True, text=True, timeout=60
+            ).stdout
+        except (OSError, subprocess.SubprocessError) as exc:
+            facts["topology"] = f"failed: {exc}"
     probe = "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0))"
     try:
         out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
@@ -125,17 +132,31 @@ class Run:
     def record(self, kind: str, **data: Any) -> dict[str, Any]:
         entry = {"t": _now(self.t0), "action": kind, **data}
         self.records.append(entry)
-        print(json.dumps({k: v for k, v in entry.items() if k not in ("smi", "phase")}), flush=True)
+        print(
+            json.dumps({k: v for k, v in entry.items() if k not in ("smi", "phase", "per_gpu")}), flush=True
+        )
         return entry
 
+    @property
+    def gpus(self) -> list[int]:
+        """The GPUs the run uses: the spec's list, else its one GPU."""
+        return [int(g) for g in self.spec.get("gpus") or [self.spec.get("gpu", 0)]]
+
     def smi(self, label: str) -> dict[str, Any]:
+        """nvidia-smi on every GPU of the run; the first one's figures at the top level, each GPU's under
+        `per_gpu` when there are several."""
         try:
-            reading = snapshot(int(self.spec.get("gpu", 0)))
+            readings = snapshots(self.gpus)
         except (OSError, subprocess.SubprocessError, ValueError, IndexError) as exc:
             return self.record("smi", label=label, error=str(exc))
-        (self.logs / f"nvidia-smi-{len(self.records):02d}-{label}.txt").write_text(reading.pop("table"))
+        for gpu, reading in readings.items():
+            suffix = f"-gpu{gpu}" if len(readings) > 1 else ""
+            table = reading.pop("table")
+            (self.logs / f"nvidia-smi-{len(self.records):02d}-{label}{suffix}.txt").write_text(table)
+        first = readings[self.gpus[0]]
+        extra = {"per_gpu": {str(g): r for g, r in readings.items()}} if len(readings) > 1 else {}
         return self.record(
-            "smi", label=label, used_mib=reading["used_mib"], free_mib=reading["free_mib"], smi=reading
+            "smi", label=label, used_mib=first["used_mib"], free_mib=first["free_mib"], smi=first, **extra
         )
 
     def server_spec(self, name: str, log_name: str) -> ServerSpec:
@@ -233,7 +254,8 @@ class Run:
             self.record("skip", what=f"load {label}", why=why)
             return
         before = self.smi(f"before-load-{label}")
-        with Sampler(int(self.spec.get("gpu", 0)), float(phase.get("sample_s", 0.5))) as sampler:
+        gpus = tuple(self.gpus) if len(self.gpus) > 1 else ()
+        with Sampler(self.gpus[0], float(phase.get("sample_s", 0.5)), gpus=gpus) as sampler:
             summaries = run_phase(clients, duration_s=duration, seed_base=len(self.records) * 1000)
         self.record(
             "load",
@@ -267,7 +289,7 @@ class Run:
 
     def execute(self) -> None:
         self.logs.mkdir(parents=True, exist_ok=True)
-        self.record("facts", **machine_facts())
+        self.record("facts", **machine_facts(len(self.gpus)))
         self.smi("idle")
         try:
             for action in self.spec["actions"]:

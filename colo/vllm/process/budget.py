@@ -94,6 +94,9 @@ class ProcessSpec:
     peer_to_peer: bool = True
     # the ranks share one NVSwitch board (HGX: p4d, p4de, p5, p5e, p5en), where NCCL uses NVLink SHARP
     nvswitch: bool = False
+    # every rank one NVLink hop from every other (vLLM's `is_fully_connected`); False: PCIe only, where vLLM's
+    # custom all-reduce runs for two ranks at most
+    nvlink: bool = True
     # Multimodal checkpoints: --language-model-only, --limit-mm-per-prompt, --skip-mm-profiling
     language_model_only: bool = False
     mm_limits: tuple[tuple[str, int], ...] = ()  # unlisted modalities allow 999 items
@@ -423,6 +426,7 @@ def _communication(spec: ProcessSpec, consts: MeasuredConstants) -> TpCommunicat
         sizes.peer_to_peer if spec.peer_to_peer else sizes.host_staged,
         spec.gpu,
         nvswitch=spec.nvswitch,
+        nvlink=spec.nvlink,
         tensor_parallel_size=spec.tensor_parallel_size,
         moe=spec.arch.moe is not None,
         pooling=spec.pooling,

@@ -86,8 +86,16 @@ def _nccl_mib(rules: VllmRules, sizes: TpCommunicationMib, moe: bool) -> int:
     return mib
 
 
-def _custom_all_reduce_mib(rules: VllmRules, sizes: TpCommunicationMib, tp: int) -> tuple[int, int]:
-    """(IPC buffers, rank_data): colo does not know the topology, so it assumes the peers reach each other."""
+def _custom_all_reduce_mib(
+    rules: VllmRules, sizes: TpCommunicationMib, tp: int, *, nvlink: bool
+) -> tuple[int, int]:
+    """(IPC buffers, rank_data). Beyond two ranks the custom all-reduce needs every pair of GPUs one NVLink hop
+    apart and returns before allocating anything otherwise ("Custom allreduce is disabled because it's not
+    supported on more than two PCIe-only GPUs", `vllm 0.22.0 / 0.34.0 distributed/device_communicators/
+    custom_all_reduce.py::CustomAllreduce.__init__`); peer-to-peer access is assumed where the topology is not
+    known (`peer_to_peer` sizes the other case)."""
+    if tp > 2 and not nvlink:
+        return 0, 0
     large = rules.custom_all_reduce_large_buffer
     if tp not in ((*CUSTOM_ALL_REDUCE_SIZES, 16) if large else CUSTOM_ALL_REDUCE_SIZES):
         return 0, 0
@@ -109,6 +117,7 @@ def tp_communication(
     element: int,
     stage: Stage | None = None,
     nvswitch: bool = False,
+    nvlink: bool = True,
 ) -> TpCommunication:
     """One rank's communication memory: its tensor-parallel group's and, at pipeline parallel, its stage's.
     `nvswitch`: the ranks sit on one NVSwitch board, where NCCL adds NVLink SHARP buffers from three ranks."""
@@ -124,6 +133,7 @@ def tp_communication(
         hidden=hidden,
         max_num_batched_tokens=max_num_batched_tokens,
         element=element,
+        nvlink=nvlink,
     )
     nvls = _nvls_mib(rules, gpu, tensor_parallel_size, nvswitch) * MIB
     tp = TpCommunication(tp.before_snapshot, tp.in_budget + nvls, tp.unbudgeted)
@@ -172,12 +182,13 @@ def _tensor_parallel(
     hidden: int,
     max_num_batched_tokens: int,
     element: int,
+    nvlink: bool = True,
 ) -> TpCommunication:
     tp = tensor_parallel_size
     if tp <= 1:
         return TpCommunication()
     nccl = _nccl_mib(rules, sizes, moe)
-    ipc, rank_data = _custom_all_reduce_mib(rules, sizes, tp)
+    ipc, rank_data = _custom_all_reduce_mib(rules, sizes, tp, nvlink=nvlink)
     symm = SYMM_MEM_MIB.get(gpu.compute_capability, {}).get(tp) if rules.symm_mem_all_reduce else None
     symm_mib = symm + sizes.symm_mem_overhead if symm else 0
     gather = 0

@@ -1,8 +1,10 @@
 """A stand-in for `vllm serve` in the GPU harness's tests: vLLM 0.22.0's startup lines, then its HTTP API.
 
-It checks what the real one would refuse first (the model directory, its tokenizer, the port) and refuses a
-utilization above FAKE_VLLM_FREE_FRACTION the way vLLM's startup check words it. While it runs it holds
-FAKE_VLLM_MIB of "GPU memory" in a file under FAKE_GPU_STATE, which the fake nvidia-smi adds up.
+It checks what the real one would refuse first (the model directory, its tokenizer, the port, a tensor-parallel
+size its visible GPUs cannot hold) and refuses a utilization above FAKE_VLLM_FREE_FRACTION the way vLLM's startup
+check words it. While it runs it holds FAKE_VLLM_MIB of "GPU memory" in a file under FAKE_GPU_STATE, which the
+fake nvidia-smi adds up: one file, or one per GPU of CUDA_VISIBLE_DEVICES (`<gpu>-<pid>`) where that is set. At
+tensor parallel N every rank prints its own lines with the worker prefix vLLM's multiprocessing workers carry.
 """
 
 from __future__ import annotations
@@ -23,9 +25,27 @@ def _arg(args: list[str], flag: str, default: str | None = None) -> str | None:
     return args[args.index(flag) + 1] if flag in args else default
 
 
+def rank_lines(tp: int) -> list[str]:
+    """What each worker prints of its own: its profile and its KV memory, rank r's pool 1.75 + r/100 GiB."""
+    lines = []
+    for rank in range(tp):
+        prefix = f"(Worker_TP{rank} pid={4000 + rank}) "
+        lines += [
+            prefix + "DEBUG 12-02 10:00:08 [gpu_worker.py:1] Memory profiling takes 3.1 seconds. "
+            "torch peak memory increase: 0.40 GiB; non-torch forward increase memory: "
+            f"{0.5 + rank / 100:.2f} GiB; weights memory: 1.12 GiB.",
+            prefix
+            + f"INFO 12-02 10:00:09 [gpu_worker.py:1] Available KV cache memory: {1.75 + rank / 100:.2f} GiB",
+        ]
+    return lines
+
+
 def startup_lines(args: list[str]) -> list[str]:
     util = float(_arg(args, "--gpu-memory-utilization", "0.92") or 0.92)
     max_len = int(_arg(args, "--max-model-len", "8192") or 8192)
+    tp = int(_arg(args, "--tensor-parallel-size", "1") or 1)
+    if tp > 1:
+        return [*rank_lines(tp), f"INFO 12-02 10:00:12 [gpu_worker.py:1] util {util}"]
     return [
         "INFO 12-02 10:00:00 [api_server.py:1] vLLM API server version 0.22.0",
         "INFO 12-02 10:00:05 [gpu_model_runner.py:1] Model loading took 1.1200 GiB memory and 2.5 seconds",
@@ -126,8 +146,19 @@ def main() -> int:
             flush=True,
         )
         return 1
-    state = Path(os.environ["FAKE_GPU_STATE"]) / str(os.getpid())
-    state.write_text(os.environ.get("FAKE_VLLM_MIB", "1000"))
+    visible = [g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g]
+    tp = int(_arg(options, "--tensor-parallel-size", "1") or 1)
+    if visible and tp > len(visible):
+        print(
+            f"ValueError: World size ({tp}) is larger than the number of available GPUs ({len(visible)}) in this "
+            "node.",
+            flush=True,
+        )
+        return 1
+    root = Path(os.environ["FAKE_GPU_STATE"])
+    states = [root / f"{gpu}-{os.getpid()}" for gpu in visible] or [root / str(os.getpid())]
+    for state in states:
+        state.write_text(os.environ.get("FAKE_VLLM_MIB", "1000"))
     client = mps_connect()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     print("\n".join(startup_lines(options)), flush=True)
@@ -140,7 +171,8 @@ def main() -> int:
     try:
         server.serve_forever()
     finally:
-        state.unlink(missing_ok=True)
+        for state in states:
+            state.unlink(missing_ok=True)
         if client is not None:
             client.unlink(missing_ok=True)
     return 0

@@ -200,3 +200,17 @@ def test_no_peer_to_peer_gives_a_tp_process_the_kv_pool_its_log_shows() -> None:
         tensor_parallel_size=2,
     )
     assert hosted.kv_bytes - direct.kv_bytes > 1.4 * 1024 * MIB
+
+
+def test_beyond_two_ranks_custom_all_reduce_needs_nvlink_between_every_pair() -> None:
+    """`CustomAllreduce.__init__` returns before allocating its buffers for more than two PCIe-only GPUs; two
+    PCIe GPUs with peer-to-peer access keep them."""
+    h100 = gpu("H100-SXM")
+    for tp in (4, 8):
+        nvlink = tp2("0.33.0", h100, tensor_parallel_size=tp)
+        pcie = tp2("0.33.0", h100, tensor_parallel_size=tp, nvlink=False)
+        dropped = (COMM.custom_all_reduce_ipc + COMM.custom_all_reduce_ipc_extra_large_buffer) * MIB
+        assert (
+            nvlink.before_snapshot - pcie.before_snapshot == dropped + COMM.custom_all_reduce_rank_data * MIB
+        )
+    assert tp2("0.33.0", h100, nvlink=False) == tp2("0.33.0", h100)
