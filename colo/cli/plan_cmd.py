@@ -9,8 +9,8 @@ from typing import Any
 from colo.cli.common import ExitCode, add_stack_arguments, load_config, read_stack_file
 from colo.cli.terminal import terminal_width, unicode_output
 from colo.config import StackConfig
-from colo.plan.budget_bars import gpu_bar
-from colo.plan.picture import GIB, PROCESS_KINDS, GpuBar, hundredths_of_gib, terminal_lines
+from colo.plan.budget_bars import PairPicture, pair_picture
+from colo.plan.picture import GIB, PROCESS_KINDS, ProcessBar, hundredths_of_gib, terminal_lines
 from colo.plan.report import plan_view
 from colo.plan.stack import Plan, make_plan
 from colo.profiles import s3_profile_reader
@@ -58,9 +58,9 @@ def build_plan(config: StackConfig) -> Plan:
     return make_plan(config, s3_profile=s3_profile_reader(config))
 
 
-def _rows(pair: dict[str, Any], bar: GpuBar) -> list[list[str]]:
+def _rows(pair: dict[str, Any], processes: tuple[ProcessBar, ...]) -> list[list[str]]:
     rows = []
-    for server, process in zip(pair["servers"], bar.processes, strict=True):
+    for server, process in zip(pair["servers"], processes, strict=True):
         memory = hundredths_of_gib([segment.bytes for segment in process.segments])
         rows.append(
             [
@@ -119,14 +119,15 @@ def _capacity_lines(view: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _pair_lines(pair: dict[str, Any], bar: GpuBar, markdown: bool, width: int | None) -> list[str]:
+def _pair_lines(pair: dict[str, Any], picture: PairPicture, markdown: bool, width: int | None) -> list[str]:
     """One pair: its verdict, its servers' budgets, the startup checks, notes and `vllm serve` lines."""
     group = pair["group"]
     lines = ["", _pair_headline(pair, markdown), ""]
-    lines += (_markdown if markdown else _table)(HEADERS, _rows(pair, bar))
+    lines += (_markdown if markdown else _table)(HEADERS, _rows(pair, picture.processes))
     lines += ["", COLUMNS_NOTE, ""]
     if width is not None:
-        lines += [*terminal_lines(bar, width, unicode=unicode_output()), ""]
+        for bar in picture.gpus:
+            lines += [*terminal_lines(bar, width, unicode=unicode_output()), ""]
     checks = ", ".join(
         f"{c['server']}: free {c['free_gib']} GiB >= requested {c['requested_gib']} GiB "
         f"{'ok' if c['ok'] else 'FAILS'}"
@@ -207,13 +208,15 @@ def _findings(heading: str, findings: list[dict[str, str]]) -> list[str]:
     return ["", heading, *(f"- {f['path']}: {f['message']}" for f in findings)]
 
 
-def render_text(view: dict[str, Any], bars: list[GpuBar], markdown: bool, width: int | None = None) -> str:
+def render_text(
+    view: dict[str, Any], pictures: list[PairPicture], markdown: bool, width: int | None = None
+) -> str:
     """The plan as text; `width`: draw each GPU's budget as a bar that wide (the terminal's, for a table)."""
     title = "## " if markdown else ""
     lines = [_headline(view, title), *_capacity_lines(view)]
     lines += [f"note (GPU): {assumption}" for assumption in view["gpu"]["assumptions"]]
-    for pair, bar in zip(view["pairs"], bars, strict=True):
-        lines += _pair_lines(pair, bar, markdown, width)
+    for pair, picture in zip(view["pairs"], pictures, strict=True):
+        lines += _pair_lines(pair, picture, markdown, width)
     lines += _findings(f"{title}Warnings" if markdown else "WARNINGS:", view["warnings"])
     lines += _findings(f"{title}Problems" if markdown else "PROBLEMS:", view["problems"])
     return "\n".join(lines)
@@ -227,6 +230,6 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(view, indent=2, sort_keys=True))
     else:
         markdown = args.format == "markdown"
-        bars = [gpu_bar(pair) for pair in plan.pairs]
-        print(render_text(view, bars, markdown=markdown, width=None if markdown else terminal_width()))
+        pictures = [pair_picture(pair) for pair in plan.pairs]
+        print(render_text(view, pictures, markdown=markdown, width=None if markdown else terminal_width()))
     return ExitCode.OK if plan.feasible else ExitCode.FAILS

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from colo.cli.common import load_config
-from colo.plan.budget_bars import gpu_bar, process_parts
+from colo.plan.budget_bars import gpu_bar, gpu_bars, process_parts, svg_files
 from colo.plan.picture import (
     GIB,
     PROCESS_KINDS,
@@ -73,6 +73,22 @@ def test_a_pool_sized_after_warm_up_is_drawn_with_that_sizings_own_figures() -> 
     assert parts["activation"] == measured.non_kv_bytes - non_kv + measured.transient_bytes
     assert parts["other"] == budget.post_profile_bytes + budget.communication.unbudgeted
     assert min(parts.values()) >= 0
+
+
+def test_a_tensor_parallel_pair_is_drawn_on_every_gpu_of_its_group_with_what_the_plan_put_there() -> None:
+    plan = make_plan(load_config(load_stack("tp")))
+    (pair,) = plan.pairs
+    group = pair.group
+    assert group is not None
+    bars = gpu_bars(pair)
+    assert len(bars) == group.tensor_parallel_size
+    for k, (bar, gpu_plan) in enumerate(zip(bars, group.gpus, strict=True)):
+        assert bar.used_bytes == gpu_plan.used_bytes
+        assert bar.processes[-1].name == f"{pair.llm.name} rank {k}"
+        assert f"GPU {pair.placement.gpu + k} of node" in bar.title
+    companions = [process.name for bar in bars for process in bar.processes[:-1]]
+    assert sorted(companions) == sorted(server.name for server in pair.servers[:-1])
+    assert sorted(svg_files(plan, "")) == [f"gpu-{k}.svg" for k in range(group.tensor_parallel_size)]
 
 
 def test_the_parts_of_a_gpu_add_up_to_the_gpu_total(prod: list[GpuBar]) -> None:
