@@ -165,7 +165,7 @@ def summarise(spec: ClientSpec, results: list[RequestResult], wall_s: float) -> 
         "requests": len(results),
         "ok": len(done),
         "errors": sorted({f"{r.status} {r.error}" for r in results if not r.ok})[:5],
-        "wall_s": round(wall_s, 2),
+        "wall_s": round(wall_s, 4),  # as precise as the latencies: a phase of a fake server lasts tens of ms
         "latency_p50_s": _percentile([r.latency_s for r in done], 0.5),
         "ttft_p50_s": _percentile(ttft, 0.5),
         "ttft_p90_s": _percentile(ttft, 0.9),
