@@ -280,7 +280,13 @@ class ProcessBudget:
         if self.measured is not None and self.capacity is not None:
             m = self.measured
             core = m.non_kv_bytes + m.physical_bytes + m.transient_bytes
-            return self.context_bytes + core + self.post_profile_bytes + self.communication.unbudgeted
+            grown = self.context_bytes + core + self.post_profile_bytes + self.communication.unbudgeted
+            # measure_kv_cache_blocks caps torch's caching allocator to leave KV_CACHE_NON_TORCH_RESERVE_BYTES of
+            # what was free then: whatever grows under load stops there (it frees cached blocks instead)
+            rules = self.spec.rules.measured_kv_sizing
+            assert rules is not None
+            capped = self.context_bytes + m.free_seen_bytes - rules.torch_cap_reserve_mib * MIB
+            return min(grown, capped)
         if self.capacity is None:  # no KV cache: nothing is reserved up to `requested`
             core = (
                 self.weights_bytes + self.activation_bytes + self.non_torch_bytes + self.graphs.resident_bytes

@@ -148,3 +148,11 @@ def test_rules_of_034_come_from_the_release_source() -> None:
     assert (rules.margin_floor_mib, rules.margin_fraction, rules.torch_cap_reserve_mib) == (1024, 0.75, 512)
     assert rules.default_gpu_memory_utilization == 1.0
     assert rules.granule_mib == 2
+
+
+def test_a_server_left_unset_never_holds_more_than_torchs_cap_leaves() -> None:
+    # utilization 1.0: the pool comes from the free side, and torch's allocator is capped to leave 512 MiB of what
+    # the process found free, so even the serving growth colo allows for cannot take the card
+    budget = sized(MODEL, "L40S", "0.34.0", max_model_len=32768)
+    assert budget.measured is not None and budget.measured.bound == "free"
+    assert budget.footprint_bytes == budget.spec.gpu.cuda_total_bytes - 512 * MIB
