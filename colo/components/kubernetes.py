@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pulumi
+import pulumi_kubernetes as k8s
 
 from colo.components.containers import SecretRef
 from colo.components.dcgm_exporter import DcgmExporter, DcgmExporterArgs
@@ -22,6 +23,7 @@ from colo.components.pod_scripts import PodScripts, PodScriptsArgs
 from colo.components.pod_security import SERVERS_LEVEL
 from colo.components.secrets import StackSecretArgs, declare_secret
 from colo.config import Pair, StackConfig
+from colo.config.cluster_target import ClusterTarget
 from colo.plan.kubernetes_spec import KubernetesSpec
 
 
@@ -30,11 +32,15 @@ def declare_kubernetes(
     spec: KubernetesSpec,
     *,
     secrets: dict[str, pulumi.Output[str]],
+    provider: k8s.Provider,
+    verify_cluster: ClusterTarget,
     depends_on: list[pulumi.Resource],
 ) -> None:
     """`spec` is the stack plan's (colo.plan.kubernetes_spec); each pair is declared from `config`'s pieces and
-    plans itself. `secrets`: the stack's Pulumi secrets by key (colo:hfToken -> "hfToken"), for spec.secret_env."""
-    opts = pulumi.ResourceOptions(depends_on=depends_on)
+    plans itself. `secrets`: the stack's Pulumi secrets by key (colo:hfToken -> "hfToken"), for spec.secret_env.
+    Every object goes through `provider` (the stack's cluster); the pairs' after-rollout check reads
+    `verify_cluster`, the same cluster."""
+    opts = pulumi.ResourceOptions(depends_on=depends_on, providers=[provider])
     namespace = Namespace(
         "namespace",
         NamespaceArgs(
@@ -114,6 +120,7 @@ def declare_kubernetes(
             pod_annotations=scrape_annotations(spec.monitoring),
             scripts_config_map=scripts.config_map_name if scripts else None,
             claim_template=claim_template,
+            verify_cluster=verify_cluster,
         )
         ColocatedPair(pair.name, stack_pair_args(config, pair, references), opts)
     declare_monitoring(spec, ns, opts, plugin)
@@ -129,6 +136,7 @@ class PairReferences:
     pod_annotations: dict[str, str] | None = None
     scripts_config_map: pulumi.Input[str] | None = None
     claim_template: pulumi.Input[str] | None = None
+    verify_cluster: ClusterTarget | None = None
 
 
 def stack_pair_args(config: StackConfig, pair: Pair, references: PairReferences) -> ColocatedPairArgs:
@@ -148,6 +156,7 @@ def stack_pair_args(config: StackConfig, pair: Pair, references: PairReferences)
         pod_annotations=references.pod_annotations,
         scripts_config_map=references.scripts_config_map,
         claim_template=references.claim_template,
+        verify_cluster=references.verify_cluster,
         hub_token=config.hub_token.get_secret_value() if config.hub_token else None,
         aws_region=config.aws_region,
         project_dir=config.project_dir,

@@ -247,7 +247,7 @@ class ColocatedPair(pulumi.ComponentResource):
                 parent=self,
                 delete_before_replace=True,
                 custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout),
-                hooks=after_rollout(pair, self.selector),
+                hooks=after_rollout(pair, self.selector, self._args.verify_cluster),
             ),
         )
 

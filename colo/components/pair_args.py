@@ -17,6 +17,7 @@ import pulumi
 from colo.components.containers import SecretRef
 from colo.components.errors import refused
 from colo.components.stack_pieces import stack_config, written
+from colo.config.cluster_target import ClusterTarget
 from colo.config.schema import Budget, Cluster, Network, NodePool, ServerSpec, StackConfig, Storage
 from colo.errors import ColoError, InfeasiblePlanError
 from colo.plan.stack import Plan, make_plan
@@ -56,6 +57,9 @@ class ColocatedPairArgs:
     # where the pair needs one and none is given, it declares its own.
     scripts_config_map: pulumi.Input[str] | None = None
     claim_template: pulumi.Input[str] | None = None
+    # The cluster the after-rollout check reads the servers' logs from: the one this pair's provider deploys
+    # to. None: the kubernetes: settings of the stack config (the default provider's), as the provider reads.
+    verify_cluster: ClusterTarget | None = None
     hub_token: str | None = None  # for gated Hub models at plan time; default HF_TOKEN
     aws_region: str | None = None  # passed to the S3 weight sync
     project_dir: Path | None = None  # where relative `profile` paths are read; default the working directory
