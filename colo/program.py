@@ -2,7 +2,7 @@
 
 Anything wrong with the config or the plan raises before the first resource is registered, so a bad
 stack never produces a partial deployment. The components (colo.components) are the ones any program can
-use; each plans its own part again from the stack's pieces, through the same code as the stack plan.
+use; the stack is planned once and each component is handed its part of that plan.
 """
 
 from __future__ import annotations
@@ -125,9 +125,11 @@ def run() -> None:
     except ColoError as error:
         raise ProgramError(error) from None
     # AWS side (GPU node pool) first: the Kubernetes side depends on its nodes when colo manages them.
-    node_pool = GpuNodePool(config.cluster.name, GpuNodePoolArgs.of_stack(config)) if managed else None
+    node_pool = (
+        GpuNodePool(config.cluster.name, GpuNodePoolArgs.of_stack(config), plan=plan) if managed else None
+    )
     declare_kubernetes(
-        config,
+        plan,
         cluster,
         secrets=secrets,
         provider=kubernetes_provider(target, render_dir),

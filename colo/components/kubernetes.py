@@ -25,10 +25,11 @@ from colo.components.secrets import StackSecretArgs, declare_secret
 from colo.config import Pair, StackConfig
 from colo.config.cluster_target import ClusterTarget
 from colo.plan.kubernetes_spec import KubernetesSpec
+from colo.plan.stack import Plan
 
 
 def declare_kubernetes(
-    config: StackConfig,
+    plan: Plan,
     spec: KubernetesSpec,
     *,
     secrets: dict[str, pulumi.Output[str]],
@@ -36,10 +37,11 @@ def declare_kubernetes(
     verify_cluster: ClusterTarget,
     depends_on: list[pulumi.Resource],
 ) -> None:
-    """`spec` is the stack plan's (colo.plan.kubernetes_spec); each pair is declared from `config`'s pieces and
-    plans itself. `secrets`: the stack's Pulumi secrets by key (colo:hfToken -> "hfToken"), for spec.secret_env.
+    """`spec` is the stack plan's (colo.plan.kubernetes_spec); each pair is declared with its part of `plan` and
+    the stack's pieces. `secrets`: the stack's Pulumi secrets by key (colo:hfToken -> "hfToken"), for spec.secret_env.
     Every object goes through `provider` (the stack's cluster); the pairs' after-rollout check reads
     `verify_cluster`, the same cluster."""
+    config = plan.config
     opts = pulumi.ResourceOptions(depends_on=depends_on, providers=[provider])
     namespace = Namespace(
         "namespace",
@@ -122,7 +124,7 @@ def declare_kubernetes(
             claim_template=claim_template,
             verify_cluster=verify_cluster,
         )
-        ColocatedPair(pair.name, stack_pair_args(config, pair, references), opts)
+        ColocatedPair(pair.name, stack_pair_args(config, pair, references), opts, plan=plan)
     declare_monitoring(spec, ns, opts, plugin)
 
 

@@ -127,9 +127,11 @@ class ColocatedPair(pulumi.ComponentResource):
         self, name: str, args: ColocatedPairInputs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         pair_args = python_args(name, args)
-        plan_colocated_pair(name, pair_args)  # a refusal stops the construct before anything is registered
+        plan = plan_colocated_pair(
+            name, pair_args
+        )  # a refusal stops the construct before anything is registered
         super().__init__(f"{PACKAGE}:index:ColocatedPair", name, {}, opts)
-        pair = PythonPair(name, pair_args, pulumi.ResourceOptions(parent=self))
+        pair = PythonPair(name, pair_args, pulumi.ResourceOptions(parent=self), plan=plan)
         self.deployment_name = pair.deployment_name
         self.service_names = pulumi.Output.all(**pair.service_names)
         self.pod_selector = pulumi.Output.from_input(pair.selector)

@@ -1,6 +1,7 @@
 """The co-located pair: its servers share one GPU in a single-replica Deployment, with a Service per server.
 
-The pair plans itself from its arguments (colo.components.pair_args) before it registers anything. Start
+The pair plans itself from its arguments (colo.components.pair_args), or takes its part of a stack plan made
+once, before it registers anything. Start
 order without sleeps: with native sidecars the earlier servers are restartable init containers with a
 startup probe, so kubelet starts the LLM only once they are healthy; without them, each later server's
 command first waits for the earlier servers' /health (colo/scripts/wait-for-health.sh).
@@ -25,15 +26,16 @@ from colo.components.gpu_claim import GpuClaimTemplate, GpuClaimTemplateArgs
 from colo.components.gpu_pairing import PAIRING, PairingContext, PodGpu, ServerGpu
 from colo.components.labels import colo_labels, instance_selector, pair_labels_of, pair_selector_of
 from colo.components.network_policy import ingress_policy, policy_peer
-from colo.components.pair_args import ColocatedPairArgs, plan_colocated_pair
-from colo.components.pair_figures import PairFigures
+from colo.components.pair_args import ColocatedPairArgs, plan_colocated_pair, planned_pair
 from colo.components.pod_scripts import PodScripts, PodScriptsArgs, script_path
 from colo.components.pod_security import container_security_context, pod_security_context
 from colo.components.verify_hook import after_rollout
 from colo.config.schema import GpuPairing, IngressSource, Network
+from colo.plan.figures import PairFigures
 from colo.plan.kubernetes_spec import SERVICE_PORT_NAME, allowed_sources, ingress_peer
 from colo.plan.pair import PairPlan
 from colo.plan.server import Server
+from colo.plan.stack import Plan
 
 # The type of every pair ever deployed: it is part of each child's URN, so a rename would replace them all.
 TYPE = "colo:pair:CoLocatedPair"
@@ -86,12 +88,21 @@ class ColocatedPair(pulumi.ComponentResource):
     predicted_free_mib: pulumi.Output[int]
 
     def __init__(
-        self, name: str, args: ColocatedPairArgs, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        args: ColocatedPairArgs,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        plan: Plan | None = None,
     ) -> None:
-        plan = plan_colocated_pair(name, args)  # raises before the component or any child is registered
+        """`plan`: the stack plan this pair is one of, where the program planned its stack already (colo's own
+        does); by default the pair plans itself from `args`. Either way nothing is planned twice."""
+        # A refusal raises here, before the component or any child is registered.
+        plan = plan if plan is not None else plan_colocated_pair(name, args)
+        pair = planned_pair(plan, name, args)
         super().__init__(TYPE, name, None, opts)
         self._args = args
-        self._pair = plan.pairs[0]
+        self._pair = pair
         self._native_sidecars = plan.native_sidecars
         self._node_selector = args.node_selector if args.node_selector is not None else plan.node_selector
         self._tolerations = list(plan.tolerations)

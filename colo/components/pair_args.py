@@ -16,10 +16,11 @@ import pulumi
 
 from colo.components.containers import SecretRef
 from colo.components.errors import refused
-from colo.components.stack_pieces import stack_config, written
+from colo.config import assemble_stack_config
 from colo.config.cluster_target import ClusterTarget
 from colo.config.schema import Budget, Cluster, Network, NodePool, ServerSpec, StackConfig, Storage
 from colo.errors import ColoError, InfeasiblePlanError
+from colo.plan.pair import PairPlan
 from colo.plan.stack import Plan, make_plan
 from colo.profiles import s3_profile_reader
 
@@ -66,17 +67,15 @@ class ColocatedPairArgs:
 
 
 def one_pair_stack(name: str, args: ColocatedPairArgs) -> StackConfig:
-    """The stack config of this pair alone, validated as `colo plan` validates a stack file."""
-    pair = {"name": name, "llm": written(args.llm), "embedding": written(args.embedding)}
-    if args.reranker is not None:
-        pair["reranker"] = written(args.reranker)
-    return stack_config(
+    """The stack config of this pair alone, checked as `colo plan` checks a stack file with these keys."""
+    servers = {"llm": args.llm, "embedding": args.embedding, "reranker": args.reranker}
+    return assemble_stack_config(
         cluster=args.cluster,
         node_pool=args.node_pool,
         storage=args.storage,
         budget=args.budget,
         network=args.network,
-        pairs=[pair],
+        pairs=[{"name": name, **{role: spec for role, spec in servers.items() if spec is not None}}],
         hub_token=args.hub_token,
         aws_region=args.aws_region,
         project_dir=args.project_dir,
@@ -102,3 +101,16 @@ def plan_colocated_pair(name: str, args: ColocatedPairArgs) -> Plan:
     if not plan.feasible:
         raise refused(label, InfeasiblePlanError(list(plan.problems)), argument_path)
     return plan
+
+
+def planned_pair(plan: Plan, name: str, args: ColocatedPairArgs) -> PairPlan:
+    """Pair `name` of a stack plan made elsewhere (colo's own program plans the stack once), checked to be the
+    pair `args` describe: a plan of other servers would declare what the arguments do not say."""
+    pairs = {pair.name: pair for pair in plan.pairs}
+    configs = {pair.name: pair for pair in plan.config.pairs}
+    if name not in pairs:
+        raise ValueError(f"{COMPONENT} {name}: the plan given has no pair {name}")
+    config = configs[name]
+    if (config.llm, config.embedding, config.reranker) != (args.llm, args.embedding, args.reranker):
+        raise ValueError(f"{COMPONENT} {name}: the plan given planned other servers than the arguments name")
+    return pairs[name]

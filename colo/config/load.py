@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from pydantic.alias_generators import to_camel
 
 from colo.config.catalog_checks import catalog_problems
-from colo.config.schema import StackConfig
+from colo.config.schema import Budget, Cluster, Network, NodePool, Pair, StackConfig, Storage
 from colo.echo import shown
 from colo.errors import ConfigError, Problem
 
@@ -101,3 +101,33 @@ def _validated(values: Mapping[str, Any], problems: list[Problem]) -> StackConfi
     if problems:
         raise ConfigError(problems)
     return config
+
+
+def assemble_stack_config(
+    *,
+    cluster: Cluster,
+    node_pool: NodePool,
+    storage: Storage,
+    budget: Budget,
+    pairs: Sequence[Pair | Mapping[str, Any]],
+    network: Network | None = None,
+    hub_token: str | None = None,
+    aws_region: str | None = None,
+    project_dir: Path | None = None,
+) -> StackConfig:
+    """The stack config of typed pieces (what a component is given), checked as a stack file with those keys is
+    checked: each piece as it is (it was validated when it was made), the stack's own rules, the catalog checks.
+    `pairs` are Pairs, or a name and the typed servers by role. Raises ConfigError naming `colo:` paths."""
+    values: dict[str, Any] = {
+        "cluster": cluster,
+        "nodePool": node_pool,
+        "storage": storage,
+        "budget": budget,
+        "pairs": list(pairs),
+        "awsRegion": aws_region,
+        "projectDir": project_dir,
+        "hubToken": hub_token,
+    }
+    if network is not None:
+        values["network"] = network
+    return _validated(values, [])
