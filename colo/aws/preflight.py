@@ -13,7 +13,6 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from colo.aws.clients import client
-from colo.aws.s3_uri import parse_s3_prefix
 from colo.catalog import GpuSpec
 from colo.cluster.identity import check_cluster_identity
 from colo.config.cluster_target import KubeconfigCluster, cluster_target
@@ -21,6 +20,7 @@ from colo.config.schema import StackConfig
 from colo.errors import ConfigError
 from colo.plan.instance_check import ReportedGpus, gpu_mismatch_problems
 from colo.plan.platform import platform_problems
+from colo.s3_uri import parse_s3_prefix
 
 ClientFactory = Callable[[str], Any]
 

@@ -19,7 +19,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from colo.vllm import release_key
+from colo.catalog.releases import release_key
 
 IMAGES_FILE = "images.yaml"
 # A release tag names a final release (post releases included); an rc or dev tag is built from another tree.

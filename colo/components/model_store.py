@@ -14,7 +14,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from colo.components.labels import DEFAULT_INSTANCE, colo_labels
-from colo.plan.model_volume import MODEL_ROOT
+from colo.model_volume import MODEL_ROOT
 
 
 @dataclass(frozen=True)

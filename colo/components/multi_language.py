@@ -8,12 +8,12 @@ arguments are the stack file's keys for one pair, checked and planned by colo's 
 """
 
 import sys
+from importlib.metadata import version
 from typing import Any, NotRequired, TypedDict
 
 import pulumi
 from pulumi.provider.experimental import component_provider_host
 
-from colo import __version__
 from colo.components.errors import refused
 from colo.components.pair import ColocatedPair as PythonPair
 from colo.components.pair_args import COMPONENT, ColocatedPairArgs, argument_path, plan_colocated_pair
@@ -159,7 +159,8 @@ class ColocatedPair(pulumi.ComponentResource):
 def main() -> None:
     """`pulumi-resource-colo ENGINE_ADDRESS`: the provider plugin, started by the Pulumi engine."""
     sys.argv[0] = "pulumi-resource-colo"
-    component_provider_host([ColocatedPair], name=PACKAGE, version=__version__)
+    # The installed distribution's version (colo's own __version__ lives in the package facade above this one).
+    component_provider_host([ColocatedPair], name=PACKAGE, version=version("colo"))
 
 
 if __name__ == "__main__":

@@ -61,7 +61,7 @@ def deployed_namespace(args: pulumi.ResourceHookArgs) -> str:
 
 def verify_pair(namespace: str, selector: dict[str, str], pair: PairPlan, access: ClusterAccess) -> str:
     """The comparison for one pair, as `colo verify` prints it; raises PlanNotConfirmed unless within."""
-    from colo.cli.verify_cmd import _check
+    from colo.verify.check import check_reading
     from colo.verify.cluster import ClusterReader, ClusterUnreachable, ServerTarget
     from colo.verify.compare import Verdict, overall
     from colo.verify.report import render_text
@@ -78,7 +78,7 @@ def verify_pair(namespace: str, selector: dict[str, str], pair: PairPlan, access
     except ClusterUnreachable as unreachable:
         raise PlanNotConfirmed(f"colo verify {pair.name}: nothing could be read: {unreachable}") from None
     planned = {server.name: (server, index == 0) for index, server in enumerate(pair.servers)}
-    checks = [_check(reading, planned)[0] for reading in readings]
+    checks = [check_reading(reading, planned)[0] for reading in readings]
     text = render_text(pulumi.get_stack(), checks, markdown=False)
     if overall(checks) is not Verdict.WITHIN:
         raise PlanNotConfirmed(text)

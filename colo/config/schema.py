@@ -26,11 +26,11 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 import colo.config.formats as formats
-from colo.aws.s3_uri import s3_prefix_problem
 from colo.catalog.images import BuildFacts, ImageLookupError, UnknownImage, find_image, official_build
 from colo.config.cli_values import CliText
 from colo.echo import shown
 from colo.roles import START_ORDER, Role
+from colo.s3_uri import s3_prefix_problem
 from colo.vllm import (
     KV_DTYPE_BYTES,
     ServeArgsRefusal,

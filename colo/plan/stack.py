@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from colo.catalog import GpuLookupError, GpuSpec, instance_type, resolve_gpu
+from colo.config.calibration import calibration_problem
 from colo.config.schema import StackConfig
 from colo.errors import Problem
-from colo.plan.calibration import calibration_problem
 from colo.plan.hub_access import hub_access_warnings
 from colo.plan.monitoring import observability_warnings, scrape_warnings
 from colo.plan.pair import PairPlan, S3Profile, plan_pair

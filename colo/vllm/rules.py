@@ -21,6 +21,8 @@ import yaml
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
+from colo.catalog.releases import release_key as release_key  # where every release is ordered
+
 RULES_FILE = "rules.yaml"
 GIB = 1024**3
 
@@ -298,17 +300,6 @@ def _version(text: str) -> Version:
     if version is None or version.is_prerelease or version.is_devrelease or version.local:
         raise ValueError(f"'{text}' is not a vLLM release number; write it like 0.11.0")
     return version
-
-
-def release_key(version: str) -> tuple[int, ...]:
-    """A release's number for ordering and range lookups; dev and rc builds count as the release they lead to.
-    Every table keyed by release (these rules, quant_methods.yaml, the argument parser's spellings) orders its
-    ranges with it, so versions are compared in this module alone."""
-    try:
-        parsed = Version(version)
-    except InvalidVersion:
-        raise ValueError(f"'{version}' is not a vLLM release number; write it like 0.11.0") from None
-    return tuple(parsed.release) + (0,) * (4 - len(parsed.release))
 
 
 def newest_range_from(version: str, firsts: Sequence[str]) -> int:
