@@ -32,6 +32,7 @@ COMMANDS = {
         "colo.cli.pack_cmd",
         "find the cheapest instance type and pairing that hold a list of models (or a stack's pairs)",
     ),
+    "schema": ("colo.cli.schema_cmd", "print the stack file's JSON Schema, for editors and other tools"),
 }
 
 

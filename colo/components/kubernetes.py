@@ -8,20 +8,27 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from colo.components.containers import SecretRef
+from colo.components.contract import (
+    GPU_CLAIM_WRAPPER,
+    NAMESPACE_WRAPPER,
+    POD_SCRIPTS_WRAPPER,
+    SECRET_WRAPPERS,
+    unwrapped,
+)
 from colo.components.dcgm_exporter import DcgmExporter, DcgmExporterArgs
 from colo.components.device_plugin import DevicePluginArgs, NvidiaDevicePlugin
-from colo.components.gpu_claim import GpuClaimTemplate, GpuClaimTemplateArgs
+from colo.components.gpu_claim import gpu_claim_template
 from colo.components.gpu_pairing import PAIRING, PairingContext
 from colo.components.labels import pairs_selector, standard_labels
 from colo.components.model_store import ModelStore, ModelStoreArgs
 from colo.components.monitoring import ServerMonitoring, ServerMonitoringArgs, scrape_annotations
-from colo.components.namespace import Namespace, NamespaceArgs
+from colo.components.namespace import servers_namespace
 from colo.components.network_policy import policy_peer
 from colo.components.pair import ColocatedPair, needs_pod_scripts
 from colo.components.pair_args import ColocatedPairArgs
-from colo.components.pod_scripts import PodScripts, PodScriptsArgs
+from colo.components.pod_scripts import scripts_config_map
 from colo.components.pod_security import SERVERS_LEVEL
-from colo.components.secrets import StackSecretArgs, declare_secret
+from colo.components.secrets import stack_secret
 from colo.config import Pair, StackConfig
 from colo.config.cluster_target import ClusterTarget
 from colo.plan.kubernetes_spec import KubernetesSpec
@@ -43,31 +50,30 @@ def declare_kubernetes(
     `verify_cluster`, the same cluster."""
     config = plan.config
     opts = pulumi.ResourceOptions(depends_on=depends_on, providers=[provider])
-    namespace = Namespace(
+    # The objects declared here directly, each once inside a wrapper component of its own (contract.unwrapped).
+    own = pulumi.ResourceOptions(depends_on=depends_on, provider=provider)
+    ns = servers_namespace(
         "namespace",
-        NamespaceArgs(
-            name=spec.namespace,
-            labels=standard_labels(spec, "namespace"),
-            pod_security=SERVERS_LEVEL,
-            kubernetes_version=spec.kubernetes_version,
-        ),
-        opts,
-    )
-    ns = namespace.name
+        namespace=spec.namespace,
+        labels=standard_labels(spec, "namespace"),
+        pod_security=SERVERS_LEVEL,
+        kubernetes_version=spec.kubernetes_version,
+        opts=pulumi.ResourceOptions.merge(own, unwrapped("namespace", NAMESPACE_WRAPPER, None)),
+    ).metadata.name
 
     secret_refs = [
         SecretRef(
             env.env,
-            declare_secret(
-                StackSecretArgs(
-                    ns,
-                    env.secret_name,
-                    env.key,
-                    secrets[env.stack_key],
-                    standard_labels(spec, env.secret_name),
+            stack_secret(
+                env.secret_name,
+                namespace=ns,
+                key=env.key,
+                value=secrets[env.stack_key],
+                labels=standard_labels(spec, env.secret_name),
+                opts=pulumi.ResourceOptions.merge(
+                    own, unwrapped(env.secret_name, SECRET_WRAPPERS[env.secret_name], None)
                 ),
-                opts,
-            ),
+            ).metadata.name,  # an output: whatever refers to the Secret waits for it
             env.key,
         )
         for env in spec.secret_env
@@ -90,9 +96,12 @@ def declare_kubernetes(
 
     claim_template = None
     if spec.gpu_pairing == "dra":
-        claim_template = GpuClaimTemplate(
-            "gpu-claim", GpuClaimTemplateArgs(ns, standard_labels(spec, "gpu-claim")), opts
-        ).template_name
+        claim_template = gpu_claim_template(
+            "gpu-claim",
+            namespace=ns,
+            labels=standard_labels(spec, "gpu-claim"),
+            opts=pulumi.ResourceOptions.merge(own, unwrapped("gpu-claim", GPU_CLAIM_WRAPPER, None)),
+        ).metadata.name
 
     volume = config.storage
     store = ModelStore(
@@ -112,7 +121,12 @@ def declare_kubernetes(
     pairing = PAIRING[spec.gpu_pairing]
     scripts = None
     if any(needs_pod_scripts(pairing(pair, context), spec.native_sidecars) for pair in spec.pairs):
-        scripts = PodScripts("pod-scripts", PodScriptsArgs(ns, standard_labels(spec, "pod-scripts")), opts)
+        scripts = scripts_config_map(
+            "pod-scripts",
+            namespace=ns,
+            labels=standard_labels(spec, "pod-scripts"),
+            opts=pulumi.ResourceOptions.merge(own, unwrapped("pod-scripts", POD_SCRIPTS_WRAPPER, None)),
+        ).metadata.name
 
     for pair in config.pairs:
         references = PairReferences(
@@ -120,7 +134,7 @@ def declare_kubernetes(
             model_claim=store.claim_name,
             secrets=secret_refs,
             pod_annotations=scrape_annotations(spec.monitoring),
-            scripts_config_map=scripts.config_map_name if scripts else None,
+            scripts_config_map=scripts,
             claim_template=claim_template,
             verify_cluster=verify_cluster,
         )

@@ -3,7 +3,8 @@
 Pulumi's Python component host (pulumi.provider.experimental) infers the package schema from the annotations
 below, so they stay plain, evaluated types: no `from __future__ import annotations` in this module. What the
 plan reads is plain in the schema (known as the program runs); what names another resource is an Input. The
-arguments are the stack file's keys for one pair, checked and planned by colo's own ColocatedPair.
+arguments are the stack file's keys for one pair (a server's are generated from the stack schema, in
+colo.components.multi_language_types), checked and planned by colo's own ColocatedPair.
 `pulumi-resource-colo` (this module's `main`) is the provider plugin the engine starts.
 """
 
@@ -14,37 +15,13 @@ from typing import Any, NotRequired, TypedDict
 import pulumi
 from pulumi.provider.experimental import component_provider_host
 
+from colo.components.contract import PACKAGE, token
 from colo.components.errors import refused
+from colo.components.multi_language_types import Server
 from colo.components.pair import ColocatedPair as PythonPair
 from colo.components.pair_args import COMPONENT, ColocatedPairArgs, argument_path, plan_colocated_pair
 from colo.config import parse_stack_config
 from colo.errors import ConfigError
-
-PACKAGE = "colo"
-
-
-class VllmRelease(TypedDict):
-    """The vLLM release whose memory rules size the server, and the image that runs it."""
-
-    version: str
-    image: NotRequired[str]
-
-
-class Server(TypedDict):
-    """One vLLM server, by a stack file's server keys (README, "Stack config")."""
-
-    model: str
-    vllm: VllmRelease
-    revision: NotRequired[str]
-    max_model_len: NotRequired[int]
-    max_num_seqs: NotRequired[int]
-    max_num_batched_tokens: NotRequired[int]
-    quantization: NotRequired[str]
-    kv_cache_dtype: NotRequired[str]
-    gpu_memory_utilization: NotRequired[float]
-    extra_args: NotRequired[list[str]]
-    cpu: NotRequired[str]
-    memory: NotRequired[str]
 
 
 class ColocatedPairInputs(TypedDict):
@@ -130,7 +107,7 @@ class ColocatedPair(pulumi.ComponentResource):
         plan = plan_colocated_pair(
             name, pair_args
         )  # a refusal stops the construct before anything is registered
-        super().__init__(f"{PACKAGE}:index:ColocatedPair", name, {}, opts)
+        super().__init__(token("ColocatedPair"), name, {}, opts)
         pair = PythonPair(name, pair_args, pulumi.ResourceOptions(parent=self), plan=plan)
         self.deployment_name = pair.deployment_name
         self.service_names = pulumi.Output.all(**pair.service_names)

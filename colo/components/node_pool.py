@@ -10,6 +10,7 @@ from pathlib import Path
 import pulumi
 import pulumi_aws as aws
 
+from colo.components.contract import renamed, token
 from colo.components.errors import refused
 from colo.config import assemble_stack_config
 from colo.config.schema import Budget, Cluster, NodePool, Pair, StackConfig, Storage
@@ -118,7 +119,7 @@ class GpuNodePool(pulumi.ComponentResource):
         """`plan`: the stack plan of the pool's pairs, where the program planned its stack already (colo's own
         does); by default the pool plans its pairs from `args`."""
         spec = node_pool_plan(name, args, plan)  # raises before anything is registered
-        super().__init__("colo:node_pool:GpuNodePool", name, None, opts)
+        super().__init__(token("GpuNodePool"), name, None, renamed("GpuNodePool", opts))
         self._name = name
         self._spec = spec
         self._args = args

@@ -22,12 +22,21 @@ from colo.components.containers import (
     tolerations,
     weight_sync_container,
 )
-from colo.components.gpu_claim import GpuClaimTemplate, GpuClaimTemplateArgs
+from colo.components.contract import (
+    FIRST_RELEASED,
+    GPU_CLAIM_WRAPPER,
+    POD_SCRIPTS_WRAPPER,
+    old_urn,
+    renamed,
+    token,
+    unwrapped,
+)
+from colo.components.gpu_claim import gpu_claim_template
 from colo.components.gpu_pairing import PAIRING, PairingContext, PodGpu, ServerGpu
 from colo.components.labels import colo_labels, instance_selector, pair_labels_of, pair_selector_of
 from colo.components.network_policy import ingress_policy, policy_peer
 from colo.components.pair_args import ColocatedPairArgs, plan_colocated_pair, planned_pair
-from colo.components.pod_scripts import PodScripts, PodScriptsArgs, script_path
+from colo.components.pod_scripts import script_path, scripts_config_map
 from colo.components.pod_security import container_security_context, pod_security_context
 from colo.components.verify_hook import after_rollout
 from colo.config.schema import GpuPairing, IngressSource, Network
@@ -37,8 +46,7 @@ from colo.plan.pair import PairPlan
 from colo.plan.server import Server
 from colo.plan.stack import Plan
 
-# The type of every pair ever deployed: it is part of each child's URN, so a rename would replace them all.
-TYPE = "colo:pair:CoLocatedPair"
+TYPE = token("ColocatedPair")  # an alias keeps the URNs of pairs deployed as colo:pair:CoLocatedPair
 VLLM_SERVE = ["vllm", "serve"]
 # Policy-scanner findings a pod can carry for a reason, each explained in docs/checkov.md: a pod that
 # reads S3 needs its service account's token (IRSA, EKS Pod Identity); vLLM reads its API key only from
@@ -100,7 +108,9 @@ class ColocatedPair(pulumi.ComponentResource):
         # A refusal raises here, before the component or any child is registered.
         plan = plan if plan is not None else plan_colocated_pair(name, args)
         pair = planned_pair(plan, name, args)
-        super().__init__(TYPE, name, None, opts)
+        super().__init__(TYPE, name, None, renamed("ColocatedPair", opts))
+        # What this pair's URN was under its first type: the parent of the wrappers it once declared.
+        self._first_urn = old_urn(name, FIRST_RELEASED["ColocatedPair"], opts.parent if opts else None)
         self._args = args
         self._pair = pair
         self._native_sidecars = plan.native_sidecars
@@ -122,15 +132,13 @@ class ColocatedPair(pulumi.ComponentResource):
         """How the servers reach one GPU; DRA's claim template is declared here where none was given."""
         template = self._args.claim_template
         if method == "dra" and template is None:
-            template = GpuClaimTemplate(
+            template = gpu_claim_template(
                 f"{name}-gpu-claim",
-                GpuClaimTemplateArgs(
-                    self._args.namespace,
-                    colo_labels(self._instance, "gpu-claim"),
-                    template_name=f"{name}-gpu",
-                ),
-                pulumi.ResourceOptions(parent=self),
-            ).template_name
+                namespace=self._args.namespace,
+                labels=colo_labels(self._instance, "gpu-claim"),
+                template_name=f"{name}-gpu",
+                opts=self._unwrapped(f"{name}-gpu-claim", GPU_CLAIM_WRAPPER),
+            ).metadata.name
         context = PairingContext(instance_selector(self._instance), template)
         return PAIRING[method](self._pair, context)
 
@@ -139,15 +147,19 @@ class ColocatedPair(pulumi.ComponentResource):
             return self._args.scripts_config_map
         if not needs_pod_scripts(self._gpu, self._native_sidecars):
             return None
-        return PodScripts(
+        return scripts_config_map(
             f"{name}-scripts",
-            PodScriptsArgs(
-                self._args.namespace,
-                colo_labels(self._instance, "pod-scripts"),
-                config_map_name=f"{name}-scripts",
-            ),
-            pulumi.ResourceOptions(parent=self),
-        ).config_map_name
+            namespace=self._args.namespace,
+            labels=colo_labels(self._instance, "pod-scripts"),
+            config_map_name=f"{name}-scripts",
+            opts=self._unwrapped(f"{name}-scripts", POD_SCRIPTS_WRAPPER),
+        ).metadata.name
+
+    def _unwrapped(self, name: str, wrapper: str) -> pulumi.ResourceOptions:
+        """A child this pair once held inside a wrapper component of that name (contract.unwrapped)."""
+        return pulumi.ResourceOptions.merge(
+            pulumi.ResourceOptions(parent=self), unwrapped(name, wrapper, self._first_urn)
+        )
 
     def _expose(self, figures: PairFigures) -> None:
         self.figures = figures
@@ -163,13 +175,13 @@ class ColocatedPair(pulumi.ComponentResource):
         self.predicted_free_mib = pulumi.Output.from_input(figures.predicted_free_mib)
         self.register_outputs(
             {
-                "deployment_name": self.deployment_name,
-                "service_names": self.service_names,
+                "deploymentName": self.deployment_name,
+                "serviceNames": self.service_names,
                 "utilizations": self.utilizations,
-                "kv_tokens": self.kv_tokens,
-                "startup_probe_seconds": self.startup_probe_seconds,
-                "predicted_used_mib": self.predicted_used_mib,
-                "predicted_free_mib": self.predicted_free_mib,
+                "kvTokens": self.kv_tokens,
+                "startupProbeSeconds": self.startup_probe_seconds,
+                "predictedUsedMib": self.predicted_used_mib,
+                "predictedFreeMib": self.predicted_free_mib,
             }
         )
 

@@ -286,14 +286,14 @@ def _children_of_the_pair(mocks: AwsMocks) -> list[str]:
     return [
         r.type
         for r in mocks.resources
-        if r.custom and "colo:pair:CoLocatedPair" in mocks.options_of(r).parent.rsplit("::", 2)[-2]
+        if r.custom and "colo:index:ColocatedPair" in mocks.options_of(r).parent.rsplit("::", 2)[-2]
     ]
 
 
 def test_every_object_the_pair_declares_is_its_child() -> None:
     mocks, _ = declare(local_pair_args())
     assert sorted(_children_of_the_pair(mocks)) == sorted([DEPLOYMENT, SERVICE, SERVICE, POLICY])
-    assert [r.type for r in mocks.resources if not r.custom] == ["colo:pair:CoLocatedPair"]
+    assert [r.type for r in mocks.resources if not r.custom] == ["colo:index:ColocatedPair"]
 
 
 def test_a_pair_alone_declares_the_scripts_its_pod_runs() -> None:
