@@ -161,15 +161,7 @@ def _python_type(node: Mapping[str, Any]) -> str | None:
     if (ref := _ref(node)) is not None:
         return SERVER_TYPES.get(ref)
     if "anyOf" in node:
-        options = [option for option in node["anyOf"] if option.get("type") != "null"]
-        if len(options) == 1:
-            return _python_type(options[0])
-        # A switch with a named default (enforceEager: "auto" or a bool): the bool, the default when left out.
-        if {o.get("type") for o in options} == {"boolean", "string"} and all(
-            "const" in o for o in options if o.get("type") == "string"
-        ):
-            return "bool"
-        return None
+        return _union_type([option for option in node["anyOf"] if option.get("type") != "null"])
     kind = node.get("type")
     if kind == "array":
         item = _python_type(node.get("items", {}))
@@ -178,6 +170,18 @@ def _python_type(node: Mapping[str, Any]) -> str | None:
         value = _python_type(node["additionalProperties"])
         return f"dict[str, {value}]" if value else None
     return {"string": "str", "integer": "int", "number": "float", "boolean": "bool"}.get(str(kind))
+
+
+def _union_type(options: list[Mapping[str, Any]]) -> str | None:
+    if len(options) == 1:
+        return _python_type(options[0])
+    # A switch with a named default (enforceEager: "auto" or a bool): the bool, the default when left out.
+    named = [option for option in options if option.get("type") == "string"]
+    if {option.get("type") for option in options} == {"boolean", "string"} and all(
+        "const" in o for o in named
+    ):
+        return "bool"
+    return None
 
 
 def other_languages_types() -> str:
