@@ -33,14 +33,19 @@ PROGRAM = (
 
 def seconds(command: list[str] | Callable[[int], list[str]], runs: int, fresh_bytecode: bool) -> float:
     """The median wall time of `command` (or the command of each run, by its number)."""
+    # Bytecode is written and read as a user's Python does (PYTHONDONTWRITEBYTECODE, set, would make every
+    # run compile everything); a first run unmeasured writes it.
+    base = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
     samples = []
-    for run in range(runs):
-        argv = command(run) if callable(command) else command
+    for run in range(0 if fresh_bytecode else -1, runs):
+        index = run if run >= 0 else runs  # the warm-up run writes where no measured run does
+        argv = command(index) if callable(command) else command
         with tempfile.TemporaryDirectory() as cache:
-            env = {**os.environ, "PYTHONPYCACHEPREFIX": cache} if fresh_bytecode else None
+            env = {**base, "PYTHONPYCACHEPREFIX": cache} if fresh_bytecode else base
             started = time.perf_counter()
             subprocess.run(argv, cwd=REPO, check=True, capture_output=True, env=env)
-            samples.append(time.perf_counter() - started)
+            if run >= 0:
+                samples.append(time.perf_counter() - started)
     return statistics.median(samples)
 
 

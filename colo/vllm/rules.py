@@ -17,10 +17,10 @@ from importlib import resources
 from itertools import pairwise
 from typing import Any, Literal
 
-import yaml
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
+from colo.catalog.data import parse_yaml
 from colo.catalog.releases import release_key as release_key  # where every release is ordered
 
 RULES_FILE = "rules.yaml"
@@ -375,7 +375,7 @@ def parse_rules(data: Mapping[str, Any]) -> RulesCatalog:
 
 @cache
 def _catalog() -> RulesCatalog:
-    return parse_rules(yaml.safe_load(resources.files("colo.vllm").joinpath(RULES_FILE).read_text()))
+    return parse_rules(parse_yaml(resources.files("colo.vllm").joinpath(RULES_FILE).read_text()))
 
 
 def releases() -> tuple[VllmRules, ...]:
@@ -455,7 +455,7 @@ class _PpSupport(_Strict):
 @cache
 def _pp_support() -> _PpSupport:
     text = resources.files("colo.vllm").joinpath(PP_SUPPORT_FILE).read_text()
-    return _PpSupport.model_validate(yaml.safe_load(text))
+    return _PpSupport.model_validate(parse_yaml(text))
 
 
 def supports_pipeline_parallel(architecture: str, version: str) -> bool:
