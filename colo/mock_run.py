@@ -24,6 +24,8 @@ import pulumi
 from colo.errors import ConfigError, Problem
 from colo.stackfiles import MOCK_SECRET_VALUE, StackFile, load_stack
 
+RENDER_CONFIG_KEY = "kubernetes:renderYamlToDirectory"
+
 
 @dataclass
 class Recorded:
@@ -178,20 +180,31 @@ class ProgramRun:
     outputs: dict[str, Any] = field(default_factory=dict)
 
 
+# What the program is told to render into when it runs under mocks: nothing is written there (the mocks
+# record what it declares), but like the engine with kubernetes:renderYamlToDirectory set, the program
+# reaches for no cluster.
+RENDER_DIR = "manifests"
+
+
 def run_program(
     stack: str | StackFile,
     *,
     preview: bool = False,
     mocks: RecordingMocks | None = None,
     program: Path | None = None,
+    render_dir: str | None = RENDER_DIR,
 ) -> ProgramRun:
     """Execute the program once; resources are in `.mocks.resources`, exported outputs in `.outputs`.
 
     `program` defaults to the project's (Pulumi.yaml `main`, else its directory's __main__.py), and to
-    colo's own for a stack file read without a project."""
+    colo's own for a stack file read without a project. `render_dir` is set as
+    kubernetes:renderYamlToDirectory unless the stack sets it; None runs the program as `pulumi up` does
+    against the stack's cluster (its kubeconfig context is read)."""
     stack_file = load_stack(stack) if isinstance(stack, str) else stack
     program = program or _project_program(stack_file)
     config, secret_keys = stack_file.engine_config(MOCK_SECRET_VALUE)
+    if render_dir is not None:
+        config.setdefault(RENDER_CONFIG_KEY, render_dir)
     mocks = mocks or RecordingMocks()
     pulumi.runtime.reset_options()  # a fresh root Stack for every run in this process
     pulumi.runtime.set_all_config(config, secret_keys)

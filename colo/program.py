@@ -2,7 +2,7 @@
 
 Anything wrong with the config or the plan raises before the first resource is registered, so a bad
 stack never produces a partial deployment. The components (colo.components) are the ones any program can
-use; each plans its own part again from the stack's pieces, through the same code as the stack plan.
+use; the stack is planned once and each component is handed its part of that plan.
 """
 
 from __future__ import annotations
@@ -15,13 +15,16 @@ import pulumi
 from pulumi.runtime.config import CONFIG, get_config, get_config_env, is_config_secret
 from pulumi.runtime.settings import get_monitor
 
+from colo.cluster.identity import check_cluster_identity
 from colo.components import GpuNodePool, GpuNodePoolArgs, ProgramError
+from colo.components.cluster_provider import kubernetes_provider, render_directory
 from colo.components.karpenter import KarpenterNodePool, KarpenterNodePoolArgs
 from colo.components.kubernetes import declare_kubernetes
 from colo.config import StackConfig, parse_stack_config
+from colo.config.cluster_target import ClusterTarget, KubeconfigCluster, cluster_target
 from colo.config.load import SECRET_KEYS
 from colo.config.schema import KARPENTER_MODES
-from colo.errors import ColoError, InfeasiblePlanError
+from colo.errors import ColoError, ConfigError, InfeasiblePlanError, Problem
 from colo.plan.kubernetes_spec import kubernetes_spec
 from colo.plan.node_pool import managed_node_pool
 from colo.plan.report import plan_view
@@ -64,7 +67,7 @@ def read_config() -> tuple[StackConfig, dict[str, pulumi.Output[str]]]:
         except json.JSONDecodeError:
             raw[key] = text  # a plain string where an object belongs: the schema names the path
     secrets = {key: value for key in SECRET_KEYS if (value := cfg.get_secret(key)) is not None}
-    region = pulumi.Config("aws").get("region")
+    aws_config = pulumi.Config("aws")
     # The engine hands the program colo:hfToken decrypted; under the mock runtime it is a placeholder, and the
     # Hub is read with HF_TOKEN as `colo plan` reads it.
     token = get_config(f"{PREFIX}hfToken") if "hfToken" in secrets else None
@@ -73,7 +76,8 @@ def read_config() -> tuple[StackConfig, dict[str, pulumi.Output[str]]]:
         hf_token_set="hfToken" in secrets,
         vllm_api_key_set="vllmApiKey" in secrets,
         plaintext_secrets=[key for key in secrets if not is_config_secret(f"{PREFIX}{key}")],
-        aws_region=region,
+        aws_region=aws_config.get("region"),
+        aws_profile=aws_config.get("profile"),
         hub_token=token if token != MOCK_SECRET_VALUE else None,
     )
     return config, secrets
@@ -86,21 +90,61 @@ def plan_stack(config: StackConfig) -> Plan:
     return plan
 
 
+# The default provider's settings, which colo's own provider does not read: set, they would be ignored.
+AMBIENT_SETTINGS = ("context", "kubeconfig", "cluster")
+
+
+def stack_cluster(config: StackConfig, render_dir: str | None) -> ClusterTarget:
+    """The cluster the stack names; where the program deploys (renders nothing), the kubeconfig context must
+    reach the API server the stack names."""
+    ignored = [key for key in AMBIENT_SETTINGS if pulumi.Config("kubernetes").get(key) is not None]
+    if ignored:
+        raise ConfigError(
+            [
+                Problem(
+                    f"kubernetes:{key}",
+                    "not read: colo deploys through the cluster the stack names (colo:cluster.kubeconfigContext, "
+                    "or the EKS cluster colo:cluster.name with nodePool.mode managed, karpenter or auto); "
+                    f"remove it (pulumi config rm kubernetes:{key})",
+                )
+                for key in ignored
+            ]
+        )
+    target = cluster_target(config)
+    if render_dir is None and isinstance(target, KubeconfigCluster):
+        check_cluster_identity(target)
+    return target
+
+
 def run() -> None:
     require_engine()
+    render_dir = render_directory()
     try:
         config, secrets = read_config()
+        target = stack_cluster(config, render_dir)
         plan = plan_stack(config)  # every check of `colo plan`, before any resource is registered
         managed, cluster = managed_node_pool(config, plan) is not None, kubernetes_spec(config, plan)
     except ColoError as error:
         raise ProgramError(error) from None
     # AWS side (GPU node pool) first: the Kubernetes side depends on its nodes when colo manages them.
+    provider = kubernetes_provider(target, render_dir)
     node_pool: pulumi.Resource | None = None
     if managed:
-        node_pool = GpuNodePool(config.cluster.name, GpuNodePoolArgs.of_stack(config))
-    elif (
-        config.node_pool.mode in KARPENTER_MODES
-    ):  # nodes Karpenter (or EKS Auto Mode) launches for the pairs
-        node_pool = KarpenterNodePool(config.cluster.name, KarpenterNodePoolArgs.of_stack(config))
-    declare_kubernetes(config, cluster, secrets=secrets, depends_on=[node_pool] if node_pool else [])
+        node_pool = GpuNodePool(config.cluster.name, GpuNodePoolArgs.of_stack(config), plan=plan)
+    elif config.node_pool.mode in KARPENTER_MODES:
+        # nodes Karpenter (or EKS Auto Mode) launches for the pairs
+        node_pool = KarpenterNodePool(
+            config.cluster.name,
+            KarpenterNodePoolArgs.of_stack(config),
+            pulumi.ResourceOptions(providers=[provider]),
+            plan=plan,
+        )
+    declare_kubernetes(
+        plan,
+        cluster,
+        secrets=secrets,
+        provider=provider,
+        verify_cluster=target,
+        depends_on=[node_pool] if node_pool else [],
+    )
     pulumi.export("plan", plan_view(plan))

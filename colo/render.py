@@ -161,8 +161,12 @@ def secret_to_create(manifest: Manifest) -> SecretToCreate:
 
 
 def cloud_resources(run: ProgramRun) -> list[dict[str, Any]]:
-    """Everything else the program declared (the AWS side), for the summary."""
-    others = [r for r in run.mocks.resources if r.custom and not r.type.startswith("kubernetes:")]
+    """Everything else the program declared (the AWS side), for the summary; providers are how, not what."""
+    others = [
+        r
+        for r in run.mocks.resources
+        if r.custom and not r.type.startswith(("kubernetes:", "pulumi:providers:"))
+    ]
     return [
         {"type": r.type, "name": r.name, "inputs": plain(r.inputs)}
         for r in sorted(others, key=lambda r: (r.type, r.name))

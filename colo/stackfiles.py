@@ -16,11 +16,9 @@ from typing import Any
 from colo.config.yaml_safety import UnsafeYaml, load_yaml
 from colo.errors import ConfigError, Problem
 from colo.files import MIB, FileRefused, decode_utf8, read_bounded
+from colo.project import find_project as find_project
+from colo.project import require_project as require_project
 
-# The CLI looks for these in each directory, in this order, from the working directory up; a stack file
-# takes its project file's extension (github.com/pulumi/pulumi sdk/go/common/workspace/paths.go,
-# DetectProjectPathFrom and ProjectStackPath, v3.272.0).
-PROJECT_FILES = ("Pulumi.json", "Pulumi.yaml", "Pulumi.yml")
 MAX_STACK_FILE_BYTES = MIB  # a 100-pair stack file is about 50 KiB
 
 
@@ -84,33 +82,6 @@ def _split_key(key: str, project: str) -> tuple[str | None, str]:
         namespace, name = key.split(":", 1)
         return (name if namespace == project else None), key
     return key, f"{project}:{key}"
-
-
-def find_project(start: Path | None = None) -> Path | None:
-    """The project file the Pulumi CLI would use: the nearest one from `start` (default: the working
-    directory) up to the filesystem root; None when there is none."""
-    here = (start or Path.cwd()).absolute()
-    for directory in (here, *here.parents):
-        for name in PROJECT_FILES:
-            if (directory / name).is_file():
-                return directory / name
-    return None
-
-
-def require_project(start: Path | None = None) -> Path:
-    found = find_project(start)
-    if found is None:
-        where = (start or Path.cwd()).absolute()
-        raise ConfigError(
-            [
-                Problem(
-                    str(where),
-                    "no Pulumi.yaml here or in any directory above; run colo inside the project "
-                    "directory, or pass --cwd PROJECT_DIR",
-                )
-            ]
-        )
-    return found
 
 
 def _project_defaults(project: dict[str, Any], name: str) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -13,11 +13,14 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from colo.aws.clients import client
-from colo.aws.s3_uri import parse_s3_prefix
 from colo.catalog import GpuSpec
+from colo.cluster.identity import check_cluster_identity
+from colo.config.cluster_target import KubeconfigCluster, cluster_target
 from colo.config.schema import StackConfig
+from colo.errors import ConfigError
 from colo.plan.instance_check import ReportedGpus, gpu_mismatch_problems
 from colo.plan.platform import platform_problems
+from colo.s3_uri import parse_s3_prefix
 
 ClientFactory = Callable[[str], Any]
 
@@ -74,6 +77,21 @@ def check_cluster(eks: Any, config: StackConfig) -> list[Check]:
     else:
         checks.append(Check(f"gpuPairing {pairing} on {version}", True, "supported by the cluster's version"))
     return checks
+
+
+def check_kubernetes_context(config: StackConfig) -> list[Check]:
+    """The context a stack on existing nodes deploys through reaches its API server, as the program checks
+    before a preview or update; a managed stack reaches its EKS cluster by name (check_cluster)."""
+    try:
+        target = cluster_target(config)
+        if not isinstance(target, KubeconfigCluster):
+            return []
+        found = check_cluster_identity(target)
+    except ConfigError as error:
+        return [Check("Kubernetes context", False, p.message, f"fix {p.path}") for p in error.problems]
+    return [
+        Check("Kubernetes context", True, f"{target.context} reaches {found.server}, the stack's API server")
+    ]
 
 
 def check_instance_offered(ec2: Any, config: StackConfig) -> Check:
@@ -240,8 +258,8 @@ def run_checks(
     more: Callable[[ClientFactory], list[Check]] | None = None,
 ) -> list[Check]:
     """`more`: further AWS checks, made with the same clients (e.g. colo.aws.capacity_preflight's)."""
-    make = clients or (lambda service: client(service, region))
-    checks: list[Check] = []
+    make = clients or (lambda service: client(service, region, config.aws_profile))
+    checks = check_kubernetes_context(config)
     try:
         checks += check_cluster(make("eks"), config)
         if config.node_pool.mode == "managed":

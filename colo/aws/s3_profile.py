@@ -11,7 +11,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from colo.aws.clients import client
-from colo.aws.s3_uri import S3Prefix, parse_s3_prefix
+from colo.s3_uri import S3Prefix, parse_s3_prefix
 from colo.vllm import (
     MAX_CONFIG_BYTES,
     ModelArchitecture,

@@ -36,8 +36,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from colo.aws.clients import client
 from colo.aws.s3_integrity import mismatch, remote_integrity
-from colo.aws.s3_uri import S3Prefix, parse_s3_prefix
-from colo.plan.model_volume import COMPLETE_MARKER  # written last; servers start only when it exists
+from colo.model_volume import COMPLETE_MARKER  # written last; servers start only when it exists
+from colo.s3_uri import S3Prefix, parse_s3_prefix
 
 STAGING_STATE = ".colo-staging.json"
 PART_SUFFIX = ".part"

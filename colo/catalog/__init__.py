@@ -7,8 +7,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import yaml
-
+from colo.catalog.data import parse_yaml
 from colo.catalog.gpus import (
     GpuLookupError,
     GpuSpec,
@@ -41,7 +40,7 @@ __all__ = [
 
 
 def _yaml(name: str) -> Any:
-    return yaml.safe_load(resources.files("colo.catalog").joinpath(name).read_text())
+    return parse_yaml(resources.files("colo.catalog").joinpath(name).read_text())
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,7 @@ from functools import cache
 from importlib import resources
 from typing import Any, Literal
 
-import yaml
-
+from colo.catalog.data import parse_yaml
 from colo.catalog.units import GIB, MIB
 from colo.suggest import close_match
 
@@ -216,7 +215,7 @@ def parse_catalog(data: Mapping[str, Any]) -> _Catalog:
 @cache
 def _catalog() -> _Catalog:
     text = resources.files("colo.catalog").joinpath("gpus.yaml").read_text()
-    return parse_catalog(yaml.safe_load(text))
+    return parse_catalog(parse_yaml(text))
 
 
 def gpu_names() -> list[str]:

@@ -16,10 +16,10 @@ from importlib import resources
 from itertools import pairwise
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from colo.vllm import release_key
+from colo.catalog.data import parse_yaml
+from colo.catalog.releases import release_key
 
 IMAGES_FILE = "images.yaml"
 # A release tag names a final release (post releases included); an rc or dev tag is built from another tree.
@@ -251,7 +251,7 @@ def parse_catalog(data: Any) -> ImageCatalog:
 @cache
 def load_catalog() -> ImageCatalog:
     text = resources.files("colo.catalog").joinpath(IMAGES_FILE).read_text(encoding="utf-8")
-    return parse_catalog(yaml.safe_load(text))
+    return parse_catalog(parse_yaml(text))
 
 
 def _in_range(ranges: tuple[ReleaseRange, ...], release: str) -> ReleaseRange | None:

@@ -9,7 +9,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import yaml
+from colo.catalog.data import parse_yaml
 
 SIDE_FILES = ("hf_quant_config.json", "quantize_config.json")  # quantization blocks beside config.json
 
@@ -38,7 +38,7 @@ def _merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
 
 @cache
 def _entries() -> dict[str, dict[str, Any]]:
-    data = yaml.safe_load(resources.files("colo.catalog").joinpath("models.yaml").read_text())
+    data = parse_yaml(resources.files("colo.catalog").joinpath("models.yaml").read_text())
     return {entry["id"]: entry for entry in data["models"]}
 
 

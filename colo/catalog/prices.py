@@ -12,9 +12,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import yaml
-
 from colo.catalog import instance_type
+from colo.catalog.data import parse_yaml
 
 
 @dataclass(frozen=True)
@@ -44,7 +43,7 @@ def parse_prices(data: Mapping[str, Any]) -> dict[str, dict[str, InstancePrice]]
 @cache
 def _prices() -> dict[str, dict[str, InstancePrice]]:
     text = resources.files("colo.catalog").joinpath("instance_prices.yaml").read_text()
-    return parse_prices(yaml.safe_load(text))
+    return parse_prices(parse_yaml(text))
 
 
 def priced_regions() -> list[str]:

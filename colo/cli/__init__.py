@@ -100,6 +100,13 @@ COMMANDS = {
             "colo completion fish > ~/.config/fish/completions/colo.fish",
         ),
     ),
+    "schema": Command(
+        "colo.cli.schema_cmd",
+        "print the stack file's JSON Schema, for editors and other tools",
+        ("colo schema > colo-stack.schema.json",),
+        """exit codes:
+  0  the schema was printed (it is colo's, read from no stack)""",
+    ),
 }
 
 EXIT_CODES = """exit codes:

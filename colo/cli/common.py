@@ -58,12 +58,14 @@ def read_stack_file(args: argparse.Namespace) -> StackFile:
 def load_config(stack_file: StackFile) -> StackConfig:
     token = "hfToken" in stack_file.values
     region = stack_file.others.get("aws:region")
+    profile = stack_file.others.get("aws:profile")
     plaintext = [k for k in SECRET_KEYS if k in stack_file.values and k not in stack_file.secret_keys]
     try:
         return parse_stack_config(
             stack_file.values,
             hf_token_set=token,
             aws_region=str(region) if region else None,
+            aws_profile=str(profile) if profile else None,
             project_dir=stack_file.project_dir,
             vllm_api_key_set="vllmApiKey" in stack_file.values,
             plaintext_secrets=plaintext,

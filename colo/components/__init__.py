@@ -1,4 +1,5 @@
-"""colo's components for any Pulumi program: each plans itself with colo's memory model and declares the result.
+"""colo's components for any Pulumi program: each plans itself with colo's memory model (or takes its part of a
+stack plan made once, as colo's own program does) and declares the result.
 
 This is the public component API (README, "colo's components in your own program"); the modules under it
 are colo's own and may change in any release. The arguments take the stack schema's own pieces (ServerSpec,
@@ -12,7 +13,6 @@ from colo.components.model_store import ModelStore, ModelStoreArgs
 from colo.components.node_pool import GpuNodePool, GpuNodePoolArgs
 from colo.components.pair import ColocatedPair
 from colo.components.pair_args import ColocatedPairArgs
-from colo.components.pair_figures import PairFigures, ServerFigures
 from colo.config.schema import (
     Budget,
     Cluster,
@@ -26,6 +26,7 @@ from colo.config.schema import (
     Storage,
     VllmImage,
 )
+from colo.plan.figures import PairFigures, ServerFigures
 
 __all__ = [
     "Budget",

@@ -12,7 +12,7 @@ import pulumi_kubernetes as k8s
 
 from colo.components.pod_scripts import SCRIPTS_DIR
 from colo.components.pod_security import container_security_context
-from colo.plan.model_volume import MODEL_ROOT
+from colo.model_volume import MODEL_ROOT
 from colo.plan.server import Server
 from colo.plan.weight_sync_step import WeightSyncStep
 

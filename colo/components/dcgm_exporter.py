@@ -16,6 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from colo.components.containers import tolerations
+from colo.components.contract import renamed, token
 from colo.components.network_policy import ingress_policy
 from colo.components.pod_security import container_security_context, pod_security_context
 from colo.plan.monitoring import DcgmExporterPlan
@@ -57,7 +58,7 @@ class DcgmExporterArgs:
 
 class DcgmExporter(pulumi.ComponentResource):
     def __init__(self, name: str, args: DcgmExporterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("colo:monitoring:DcgmExporter", name, None, opts)
+        super().__init__(token("DcgmExporter"), name, None, renamed("DcgmExporter", opts))
         self._args = args
         self._selector = {"app.kubernetes.io/name": "dcgm-exporter", "app.kubernetes.io/instance": name}
         counters = k8s.core.v1.ConfigMap(

@@ -17,6 +17,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from colo.components.containers import tolerations
+from colo.components.contract import renamed, token
 from colo.components.labels import DEFAULT_INSTANCE, colo_labels
 from colo.components.network_policy import deny_all_ingress
 from colo.components.pod_security import (
@@ -74,7 +75,7 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
     resource_name: str
 
     def __init__(self, name: str, args: DevicePluginArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("colo:device_plugin:NvidiaDevicePlugin", name, None, opts)
+        super().__init__(token("NvidiaDevicePlugin"), name, None, renamed("NvidiaDevicePlugin", opts))
         self._args = args
         self.resource_name = SHARED_RESOURCE if args.time_slices is not None else WHOLE_RESOURCE
         namespace = self._define_namespace(name)
@@ -87,7 +88,7 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
         )
         config_map = self._define_config(name, namespace.metadata.name)
         self._define_daemon_set(name, namespace.metadata.name, config_map.metadata.name)
-        self.register_outputs({"resource_name": self.resource_name})
+        self.register_outputs({"resourceName": self.resource_name})
 
     @staticmethod
     def _selector(name: str) -> dict[str, str]:

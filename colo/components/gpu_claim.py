@@ -9,14 +9,13 @@ classic device plugin; see docs/kubernetes.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pulumi
 import pulumi_kubernetes as k8s
 
 DEVICE_CLASS = "gpu.nvidia.com"
 CLAIM_NAME = "gpu"  # the name containers use in resources.claims
 REQUEST_NAME = "gpu"  # the claim's one device request, for a pair on one GPU
+TEMPLATE_NAME = "single-gpu"  # what each pod's resourceClaimTemplateName names, for pairs on one GPU
 
 
 def group_request(gpu: int) -> str:
@@ -31,16 +30,7 @@ def claim_requests(gpus: int) -> list[str]:
 
 def template_name_for(gpus: int) -> str:
     """The stack's template for pairs of `gpus` GPUs."""
-    return "single-gpu" if gpus == 1 else f"gpus-{gpus}"
-
-
-@dataclass(frozen=True)
-class GpuClaimTemplateArgs:
-    namespace: pulumi.Input[str]
-    labels: dict[str, str]
-    template_name: str = "single-gpu"  # what each pod's resourceClaimTemplateName names
-    gpus: int = 1  # the pair's GPUs: a tensor-parallel LLM's group
-    mps: bool = False  # the driver shares the claimed GPU among the pod's servers by CUDA MPS (one GPU only)
+    return TEMPLATE_NAME if gpus == 1 else f"gpus-{gpus}"
 
 
 def mps_config() -> k8s.resource.v1.DeviceClaimConfigurationArgs:
@@ -61,35 +51,36 @@ def mps_config() -> k8s.resource.v1.DeviceClaimConfigurationArgs:
     )
 
 
-class GpuClaimTemplate(pulumi.ComponentResource):
-    template_name: pulumi.Output[str]
-
-    def __init__(
-        self, name: str, args: GpuClaimTemplateArgs, opts: pulumi.ResourceOptions | None = None
-    ) -> None:
-        super().__init__("colo:gpu_claim:GpuClaimTemplate", name, None, opts)
-        template = k8s.resource.v1.ResourceClaimTemplate(
-            name,
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=args.template_name, namespace=args.namespace, labels=args.labels
-            ),
-            spec=k8s.resource.v1.ResourceClaimTemplateSpecArgs(
-                spec=k8s.resource.v1.ResourceClaimSpecArgs(
-                    devices=k8s.resource.v1.DeviceClaimArgs(
-                        requests=[
-                            k8s.resource.v1.DeviceRequestArgs(
-                                name=request,
-                                exactly=k8s.resource.v1.ExactDeviceRequestArgs(
-                                    device_class_name=DEVICE_CLASS
-                                ),
-                            )
-                            for request in claim_requests(args.gpus)
-                        ],
-                        config=[mps_config()] if args.mps else None,
-                    )
+def gpu_claim_template(
+    name: str,
+    *,
+    namespace: pulumi.Input[str],
+    labels: dict[str, str],
+    gpus: int = 1,
+    mps: bool = False,
+    template_name: str | None = None,
+    opts: pulumi.ResourceOptions,
+) -> k8s.resource.v1.ResourceClaimTemplate:
+    """The template for pairs of `gpus` GPUs (a tensor-parallel LLM's group), named `template_name` (default:
+    the stack's, template_name_for); `mps`: the driver shares the claimed GPU among the pod's servers by CUDA
+    MPS (one GPU only)."""
+    named = template_name if template_name is not None else template_name_for(gpus)
+    return k8s.resource.v1.ResourceClaimTemplate(
+        name,
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=named, namespace=namespace, labels=labels),
+        spec=k8s.resource.v1.ResourceClaimTemplateSpecArgs(
+            spec=k8s.resource.v1.ResourceClaimSpecArgs(
+                devices=k8s.resource.v1.DeviceClaimArgs(
+                    requests=[
+                        k8s.resource.v1.DeviceRequestArgs(
+                            name=request,
+                            exactly=k8s.resource.v1.ExactDeviceRequestArgs(device_class_name=DEVICE_CLASS),
+                        )
+                        for request in claim_requests(gpus)
+                    ],
+                    config=[mps_config()] if mps else None,
                 )
-            ),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        self.template_name = template.metadata.name
-        self.register_outputs({"template_name": self.template_name})
+            )
+        ),
+        opts=opts,
+    )

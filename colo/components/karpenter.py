@@ -1,8 +1,10 @@
 """The GPU capacity Karpenter launches for a stack's pairs: a karpenter.sh NodePool, and for self-managed Karpenter
 its karpenter.k8s.aws EC2NodeClass (nodePool.mode karpenter), or a NodePool on an EKS Auto Mode NodeClass (auto).
 
-colo.plan.capacity plans both objects from the pairs' plan; this component only declares them. Karpenter (or
-Auto Mode) must already run in the cluster: colo installs neither, nor the node role (docs/capacity.md).
+colo.plan.capacity plans both objects from the pairs' plan (the stack plan, where the program made one already);
+this component only declares them, through the Kubernetes provider it is given (colo's program gives it the
+stack's, colo.components.cluster_provider). Karpenter (or Auto Mode) must already run in the cluster: colo installs
+neither, nor the node role (docs/capacity.md).
 """
 
 from __future__ import annotations
@@ -14,17 +16,19 @@ from pathlib import Path
 import pulumi
 import pulumi_kubernetes as k8s
 
+from colo.components.contract import token
 from colo.components.errors import refused
 from colo.components.labels import colo_labels
-from colo.components.stack_pieces import stack_config, written
+from colo.config import assemble_stack_config
 from colo.config.schema import Budget, Cluster, NodePool, Pair, StackConfig, Storage
 from colo.errors import ColoError, ConfigError, InfeasiblePlanError, Problem
 from colo.plan.capacity import EC2_NODE_CLASS_API, NODE_POOL_API, CapacitySpec, capacity_spec
-from colo.plan.stack import make_plan
+from colo.plan.stack import Plan, make_plan
 from colo.profiles import s3_profile_reader
 
 COMPONENT = "KarpenterNodePool"
-TYPE = "colo:karpenter:KarpenterNodePool"
+# First released under this scheme: no earlier type to alias.
+TYPE = token(COMPONENT)
 
 
 @dataclass(frozen=True)
@@ -59,19 +63,21 @@ def _argument_path(path: str) -> str:
     return path.removeprefix("colo:")
 
 
-def capacity_plan(name: str, args: KarpenterNodePoolArgs) -> CapacitySpec:
-    """The objects' plan; a refusal (ProgramError) where the pairs' plan is refused or the mode is not Karpenter's."""
+def capacity_plan(name: str, args: KarpenterNodePoolArgs, plan: Plan | None = None) -> CapacitySpec:
+    """The objects' plan, from the plan of the pairs (`plan`, where the program planned its stack already; else
+    planned here); a refusal (ProgramError) where that plan is refused or the mode is not Karpenter's."""
     try:
-        config = stack_config(
-            cluster=args.cluster,
-            node_pool=args.node_pool,
-            storage=args.storage,
-            budget=args.budget,
-            pairs=[written(pair) for pair in args.pairs],
-            hub_token=args.hub_token,
-            project_dir=args.project_dir,
-        )
-        plan = make_plan(config, s3_profile=s3_profile_reader(config))
+        if plan is None:
+            config = assemble_stack_config(
+                cluster=args.cluster,
+                node_pool=args.node_pool,
+                storage=args.storage,
+                budget=args.budget,
+                pairs=list(args.pairs),
+                hub_token=args.hub_token,
+                project_dir=args.project_dir,
+            )
+            plan = make_plan(config, s3_profile=s3_profile_reader(config))
         if not plan.feasible:
             raise InfeasiblePlanError(list(plan.problems))
         spec = capacity_spec(plan)
@@ -80,7 +86,7 @@ def capacity_plan(name: str, args: KarpenterNodePoolArgs) -> CapacitySpec:
                 [
                     Problem(
                         "colo:nodePool.mode",
-                        f"is {config.node_pool.mode}; {COMPONENT} needs karpenter or auto",
+                        f"is {plan.config.node_pool.mode}; {COMPONENT} needs karpenter or auto",
                     )
                 ]
             )
@@ -93,8 +99,17 @@ class KarpenterNodePool(pulumi.ComponentResource):
     node_pool_name: pulumi.Output[str]
     node_labels: pulumi.Output[dict[str, str]]  # what every node carries: the pairs' node selector
 
-    def __init__(self, name: str, args: KarpenterNodePoolArgs, opts: pulumi.ResourceOptions | None = None):
-        spec = capacity_plan(name, args)  # raises before anything is registered
+    def __init__(
+        self,
+        name: str,
+        args: KarpenterNodePoolArgs,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        plan: Plan | None = None,
+    ):
+        """`plan`: the stack plan of the pool's pairs, where the program planned its stack already (colo's own
+        does); by default the pool plans its pairs from `args`."""
+        spec = capacity_plan(name, args, plan)  # raises before anything is registered
         super().__init__(TYPE, name, None, opts)
         labels = colo_labels(args.cluster.name, "gpu-capacity")
         metadata = k8s.meta.v1.ObjectMetaArgs(name=spec.name, labels=labels)

@@ -5,62 +5,76 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pulumi
+import pulumi_kubernetes as k8s
 
 from colo.components.containers import SecretRef
+from colo.components.contract import (
+    GPU_CLAIM_WRAPPER,
+    NAMESPACE_WRAPPER,
+    POD_SCRIPTS_WRAPPER,
+    SECRET_WRAPPERS,
+    unwrapped,
+)
 from colo.components.dcgm_exporter import DcgmExporter, DcgmExporterArgs
 from colo.components.device_plugin import DevicePluginArgs, NvidiaDevicePlugin
-from colo.components.gpu_claim import GpuClaimTemplate, GpuClaimTemplateArgs, template_name_for
+from colo.components.gpu_claim import gpu_claim_template
 from colo.components.gpu_pairing import PairingContext
 from colo.components.labels import pairs_selector, standard_labels
 from colo.components.model_store import ModelStore, ModelStoreArgs
 from colo.components.monitoring import ServerMonitoring, ServerMonitoringArgs, scrape_annotations
 from colo.components.mps_daemon import pod_gpu
-from colo.components.namespace import Namespace, NamespaceArgs
+from colo.components.namespace import servers_namespace
 from colo.components.network_policy import policy_peer
 from colo.components.pair import ColocatedPair, needs_pod_scripts
 from colo.components.pair_args import ColocatedPairArgs
-from colo.components.pod_scripts import PodScripts, PodScriptsArgs
+from colo.components.pod_scripts import scripts_config_map
 from colo.components.pod_security import SERVERS_LEVEL
-from colo.components.secrets import StackSecretArgs, declare_secret
+from colo.components.secrets import stack_secret
 from colo.config import Pair, StackConfig
+from colo.config.cluster_target import ClusterTarget
 from colo.plan.kubernetes_spec import KubernetesSpec
+from colo.plan.stack import Plan
 
 
 def declare_kubernetes(
-    config: StackConfig,
+    plan: Plan,
     spec: KubernetesSpec,
     *,
     secrets: dict[str, pulumi.Output[str]],
+    provider: k8s.Provider,
+    verify_cluster: ClusterTarget,
     depends_on: list[pulumi.Resource],
 ) -> None:
-    """`spec` is the stack plan's (colo.plan.kubernetes_spec); each pair is declared from `config`'s pieces and
-    plans itself. `secrets`: the stack's Pulumi secrets by key (colo:hfToken -> "hfToken"), for spec.secret_env."""
-    opts = pulumi.ResourceOptions(depends_on=depends_on)
-    namespace = Namespace(
+    """`spec` is the stack plan's (colo.plan.kubernetes_spec); each pair is declared with its part of `plan` and
+    the stack's pieces. `secrets`: the stack's Pulumi secrets by key (colo:hfToken -> "hfToken"), for spec.secret_env.
+    Every object goes through `provider` (the stack's cluster); the pairs' after-rollout check reads
+    `verify_cluster`, the same cluster."""
+    config = plan.config
+    opts = pulumi.ResourceOptions(depends_on=depends_on, providers=[provider])
+    # The objects declared here directly, each once inside a wrapper component of its own (contract.unwrapped).
+    own = pulumi.ResourceOptions(depends_on=depends_on, provider=provider)
+    ns = servers_namespace(
         "namespace",
-        NamespaceArgs(
-            name=spec.namespace,
-            labels=standard_labels(spec, "namespace"),
-            pod_security=SERVERS_LEVEL,
-            kubernetes_version=spec.kubernetes_version,
-        ),
-        opts,
-    )
-    ns = namespace.name
+        namespace=spec.namespace,
+        labels=standard_labels(spec, "namespace"),
+        pod_security=SERVERS_LEVEL,
+        kubernetes_version=spec.kubernetes_version,
+        opts=pulumi.ResourceOptions.merge(own, unwrapped("namespace", NAMESPACE_WRAPPER, None)),
+    ).metadata.name
 
     secret_refs = [
         SecretRef(
             env.env,
-            declare_secret(
-                StackSecretArgs(
-                    ns,
-                    env.secret_name,
-                    env.key,
-                    secrets[env.stack_key],
-                    standard_labels(spec, env.secret_name),
+            stack_secret(
+                env.secret_name,
+                namespace=ns,
+                key=env.key,
+                value=secrets[env.stack_key],
+                labels=standard_labels(spec, env.secret_name),
+                opts=pulumi.ResourceOptions.merge(
+                    own, unwrapped(env.secret_name, SECRET_WRAPPERS[env.secret_name], None)
                 ),
-                opts,
-            ),
+            ).metadata.name,  # an output: whatever refers to the Secret waits for it
             env.key,
         )
         for env in spec.secret_env
@@ -85,17 +99,15 @@ def declare_kubernetes(
     claim_templates: dict[int, pulumi.Output[str]] = {}
     if spec.gpu_pairing == "dra":
         for gpus in sorted({pair.gpu_count for pair in spec.pairs}):
-            claim_templates[gpus] = GpuClaimTemplate(
-                "gpu-claim" if gpus == 1 else f"gpu-claim-{gpus}",
-                GpuClaimTemplateArgs(
-                    ns,
-                    standard_labels(spec, "gpu-claim"),
-                    template_name=template_name_for(gpus),
-                    gpus=gpus,
-                    mps=config.cluster.compute_sharing == "mps",
-                ),
-                opts,
-            ).template_name
+            name = "gpu-claim" if gpus == 1 else f"gpu-claim-{gpus}"
+            claim_templates[gpus] = gpu_claim_template(
+                name,
+                namespace=ns,
+                labels=standard_labels(spec, "gpu-claim"),
+                gpus=gpus,
+                mps=config.cluster.compute_sharing == "mps",
+                opts=pulumi.ResourceOptions.merge(own, unwrapped(name, GPU_CLAIM_WRAPPER, None)),
+            ).metadata.name
 
     volume = config.storage
     store = ModelStore(
@@ -119,7 +131,12 @@ def declare_kubernetes(
         needs_pod_scripts(pod_gpu(spec.gpu_pairing, pair, context(pair.gpu_count)), spec.native_sidecars)
         for pair in spec.pairs
     ):
-        scripts = PodScripts("pod-scripts", PodScriptsArgs(ns, standard_labels(spec, "pod-scripts")), opts)
+        scripts = scripts_config_map(
+            "pod-scripts",
+            namespace=ns,
+            labels=standard_labels(spec, "pod-scripts"),
+            opts=pulumi.ResourceOptions.merge(own, unwrapped("pod-scripts", POD_SCRIPTS_WRAPPER, None)),
+        ).metadata.name
 
     for pair in config.pairs:
         references = PairReferences(
@@ -127,10 +144,11 @@ def declare_kubernetes(
             model_claim=store.claim_name,
             secrets=secret_refs,
             pod_annotations=scrape_annotations(spec.monitoring),
-            scripts_config_map=scripts.config_map_name if scripts else None,
+            scripts_config_map=scripts,
             claim_template=claim_templates.get(pair.tensor_parallel_size),
+            verify_cluster=verify_cluster,
         )
-        ColocatedPair(pair.name, stack_pair_args(config, pair, references), opts)
+        ColocatedPair(pair.name, stack_pair_args(config, pair, references), opts, plan=plan)
     declare_monitoring(spec, ns, opts, plugin)
 
 
@@ -144,6 +162,7 @@ class PairReferences:
     pod_annotations: dict[str, str] | None = None
     scripts_config_map: pulumi.Input[str] | None = None
     claim_template: pulumi.Input[str] | None = None
+    verify_cluster: ClusterTarget | None = None
 
 
 def stack_pair_args(config: StackConfig, pair: Pair, references: PairReferences) -> ColocatedPairArgs:
@@ -164,6 +183,7 @@ def stack_pair_args(config: StackConfig, pair: Pair, references: PairReferences)
         pod_annotations=references.pod_annotations,
         scripts_config_map=references.scripts_config_map,
         claim_template=references.claim_template,
+        verify_cluster=references.verify_cluster,
         hub_token=config.hub_token.get_secret_value() if config.hub_token else None,
         aws_region=config.aws_region,
         project_dir=config.project_dir,

@@ -13,8 +13,9 @@ from typing import Literal
 import pulumi
 import pulumi_kubernetes as k8s
 
+from colo.components.contract import renamed, token
 from colo.components.labels import DEFAULT_INSTANCE, colo_labels
-from colo.plan.model_volume import MODEL_ROOT
+from colo.model_volume import MODEL_ROOT
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class ModelStore(pulumi.ComponentResource):
     mount_path: str = MODEL_ROOT
 
     def __init__(self, name: str, args: ModelStoreArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("colo:model_store:ModelStore", name, None, opts)
+        super().__init__(token("ModelStore"), name, None, renamed("ModelStore", opts))
         claim = k8s.core.v1.PersistentVolumeClaim(
             name,
             metadata=k8s.meta.v1.ObjectMetaArgs(
@@ -58,5 +59,5 @@ class ModelStore(pulumi.ComponentResource):
         self.claim_name = claim.metadata.name
         self.namespace = claim.metadata.namespace
         self.register_outputs(
-            {"claim_name": self.claim_name, "namespace": self.namespace, "mount_path": self.mount_path}
+            {"claimName": self.claim_name, "namespace": self.namespace, "mountPath": self.mount_path}
         )

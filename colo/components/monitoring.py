@@ -15,6 +15,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from colo.components.alert_rules import rule_groups
+from colo.components.contract import renamed, token
 from colo.components.grafana_dashboard import SIDECAR_LABEL, dashboard_json
 from colo.plan.monitoring import MonitoringSpec
 from colo.roles import start_position
@@ -49,7 +50,7 @@ class ServerMonitoring(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: ServerMonitoringArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("colo:monitoring:ServerMonitoring", name, None, opts)
+        super().__init__(token("ServerMonitoring"), name, None, renamed("ServerMonitoring", opts))
         self._args = args
         spec = args.spec
         if spec.prometheus_operator:

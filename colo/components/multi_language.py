@@ -3,48 +3,25 @@
 Pulumi's Python component host (pulumi.provider.experimental) infers the package schema from the annotations
 below, so they stay plain, evaluated types: no `from __future__ import annotations` in this module. What the
 plan reads is plain in the schema (known as the program runs); what names another resource is an Input. The
-arguments are the stack file's keys for one pair, checked and planned by colo's own ColocatedPair.
+arguments are the stack file's keys for one pair (a server's are generated from the stack schema, in
+colo.components.multi_language_types), checked and planned by colo's own ColocatedPair.
 `pulumi-resource-colo` (this module's `main`) is the provider plugin the engine starts.
 """
 
 import sys
+from importlib.metadata import version
 from typing import Any, NotRequired, TypedDict
 
 import pulumi
 from pulumi.provider.experimental import component_provider_host
 
-from colo import __version__
+from colo.components.contract import PACKAGE, token
 from colo.components.errors import refused
+from colo.components.multi_language_types import Server
 from colo.components.pair import ColocatedPair as PythonPair
 from colo.components.pair_args import COMPONENT, ColocatedPairArgs, argument_path, plan_colocated_pair
 from colo.config import parse_stack_config
 from colo.errors import ConfigError
-
-PACKAGE = "colo"
-
-
-class VllmRelease(TypedDict):
-    """The vLLM release whose memory rules size the server, and the image that runs it."""
-
-    version: str
-    image: NotRequired[str]
-
-
-class Server(TypedDict):
-    """One vLLM server, by a stack file's server keys (README, "Stack config")."""
-
-    model: str
-    vllm: VllmRelease
-    revision: NotRequired[str]
-    max_model_len: NotRequired[int]
-    max_num_seqs: NotRequired[int]
-    max_num_batched_tokens: NotRequired[int]
-    quantization: NotRequired[str]
-    kv_cache_dtype: NotRequired[str]
-    gpu_memory_utilization: NotRequired[float]
-    extra_args: NotRequired[list[str]]
-    cpu: NotRequired[str]
-    memory: NotRequired[str]
 
 
 class ColocatedPairInputs(TypedDict):
@@ -129,9 +106,11 @@ class ColocatedPair(pulumi.ComponentResource):
         self, name: str, args: ColocatedPairInputs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         pair_args = python_args(name, args)
-        plan_colocated_pair(name, pair_args)  # a refusal stops the construct before anything is registered
-        super().__init__(f"{PACKAGE}:index:ColocatedPair", name, {}, opts)
-        pair = PythonPair(name, pair_args, pulumi.ResourceOptions(parent=self))
+        plan = plan_colocated_pair(
+            name, pair_args
+        )  # a refusal stops the construct before anything is registered
+        super().__init__(token("ColocatedPair"), name, {}, opts)
+        pair = PythonPair(name, pair_args, pulumi.ResourceOptions(parent=self), plan=plan)
         self.deployment_name = pair.deployment_name
         self.service_names = pulumi.Output.all(**pair.service_names)
         self.pod_selector = pulumi.Output.from_input(pair.selector)
@@ -159,7 +138,8 @@ class ColocatedPair(pulumi.ComponentResource):
 def main() -> None:
     """`pulumi-resource-colo ENGINE_ADDRESS`: the provider plugin, started by the Pulumi engine."""
     sys.argv[0] = "pulumi-resource-colo"
-    component_provider_host([ColocatedPair], name=PACKAGE, version=__version__)
+    # The installed distribution's version (colo's own __version__ lives in the package facade above this one).
+    component_provider_host([ColocatedPair], name=PACKAGE, version=version("colo"))
 
 
 if __name__ == "__main__":

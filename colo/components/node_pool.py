@@ -10,13 +10,14 @@ from pathlib import Path
 import pulumi
 import pulumi_aws as aws
 
+from colo.components.contract import renamed, token
 from colo.components.errors import refused
-from colo.components.stack_pieces import stack_config, written
+from colo.config import assemble_stack_config
 from colo.config.schema import Budget, Cluster, NodePool, Pair, StackConfig, Storage
 from colo.errors import ColoError, ConfigError, InfeasiblePlanError
 from colo.plan.instance_check import ReportedGpus, gpu_mismatch_problems
 from colo.plan.node_pool import NodePoolSpec, node_pool_spec
-from colo.plan.stack import make_plan
+from colo.plan.stack import Plan, make_plan
 from colo.profiles import s3_profile_reader
 
 COMPONENT = "GpuNodePool"
@@ -74,23 +75,25 @@ class GpuNodePoolArgs:
         )
 
 
-def node_pool_plan(name: str, args: GpuNodePoolArgs) -> NodePoolSpec:
-    """What the pool looks like by the plan of its pairs; a refusal (ProgramError) where that plan is refused."""
+def node_pool_plan(name: str, args: GpuNodePoolArgs, plan: Plan | None = None) -> NodePoolSpec:
+    """What the pool looks like by the plan of its pairs (`plan`, where the program planned its stack already;
+    else planned here); a refusal (ProgramError) where that plan is refused."""
     label = f"{COMPONENT} {name}"
     try:
-        config = stack_config(
-            cluster=args.cluster,
-            node_pool=args.node_pool,
-            storage=args.storage,
-            budget=args.budget,
-            pairs=[written(pair) for pair in args.pairs],
-            hub_token=args.hub_token,
-            project_dir=args.project_dir,
-        )
-        plan = make_plan(config, s3_profile=s3_profile_reader(config))
+        if plan is None:
+            config = assemble_stack_config(
+                cluster=args.cluster,
+                node_pool=args.node_pool,
+                storage=args.storage,
+                budget=args.budget,
+                pairs=list(args.pairs),
+                hub_token=args.hub_token,
+                project_dir=args.project_dir,
+            )
+            plan = make_plan(config, s3_profile=s3_profile_reader(config))
         if not plan.feasible:
             raise InfeasiblePlanError(list(plan.problems))
-        return node_pool_spec(config, plan)
+        return node_pool_spec(plan.config, plan)
     except ColoError as error:
         raise refused(label, error, _argument_path) from None
 
@@ -105,9 +108,18 @@ class GpuNodePool(pulumi.ComponentResource):
     node_role_arn: pulumi.Output[str]
     node_labels: pulumi.Output[dict[str, str]]  # what every node carries: a pod's node selector
 
-    def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None):
-        spec = node_pool_plan(name, args)  # raises before anything is registered
-        super().__init__("colo:node_pool:GpuNodePool", name, None, opts)
+    def __init__(
+        self,
+        name: str,
+        args: GpuNodePoolArgs,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        plan: Plan | None = None,
+    ):
+        """`plan`: the stack plan of the pool's pairs, where the program planned its stack already (colo's own
+        does); by default the pool plans its pairs from `args`."""
+        spec = node_pool_plan(name, args, plan)  # raises before anything is registered
+        super().__init__(token("GpuNodePool"), name, None, renamed("GpuNodePool", opts))
         self._name = name
         self._spec = spec
         self._args = args

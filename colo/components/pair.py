@@ -1,6 +1,7 @@
 """The co-located pair: its servers share one GPU in a single-replica Deployment, with a Service per server.
 
-The pair plans itself from its arguments (colo.components.pair_args) before it registers anything. Start
+The pair plans itself from its arguments (colo.components.pair_args), or takes its part of a stack plan made
+once, before it registers anything. Start
 order without sleeps: with native sidecars the earlier servers are restartable init containers with a
 startup probe, so kubelet starts the LLM only once they are healthy; without them, each later server's
 command first waits for the earlier servers' /health (colo/scripts/wait-for-health.sh).
@@ -21,24 +22,33 @@ from colo.components.containers import (
     tolerations,
     weight_sync_container,
 )
-from colo.components.gpu_claim import GpuClaimTemplate, GpuClaimTemplateArgs, template_name_for
+from colo.components.contract import (
+    FIRST_RELEASED,
+    GPU_CLAIM_WRAPPER,
+    POD_SCRIPTS_WRAPPER,
+    old_urn,
+    renamed,
+    token,
+    unwrapped,
+)
+from colo.components.gpu_claim import gpu_claim_template, template_name_for
 from colo.components.gpu_pairing import PairingContext, PodGpu, ServerGpu
 from colo.components.labels import colo_labels, instance_selector, pair_labels_of, pair_selector_of
 from colo.components.mps_daemon import pod_gpu
 from colo.components.network_policy import ingress_policy, policy_peer
-from colo.components.pair_args import ColocatedPairArgs, plan_colocated_pair
-from colo.components.pair_figures import PairFigures
-from colo.components.pod_scripts import PodScripts, PodScriptsArgs, script_path
+from colo.components.pair_args import ColocatedPairArgs, plan_colocated_pair, planned_pair
+from colo.components.pod_scripts import script_path, scripts_config_map
 from colo.components.pod_security import container_security_context, pod_security_context
 from colo.components.verify_hook import after_rollout
 from colo.config.schema import GpuPairing, IngressSource, Network
 from colo.plan.capacity import pod_annotations
+from colo.plan.figures import PairFigures
 from colo.plan.kubernetes_spec import SERVICE_PORT_NAME, allowed_sources, ingress_peer
 from colo.plan.pair import PairPlan
 from colo.plan.server import Server
+from colo.plan.stack import Plan
 
-# The type of every pair ever deployed: it is part of each child's URN, so a rename would replace them all.
-TYPE = "colo:pair:CoLocatedPair"
+TYPE = token("ColocatedPair")  # an alias keeps the URNs of pairs deployed as colo:pair:CoLocatedPair
 VLLM_SERVE = ["vllm", "serve"]
 # Policy-scanner findings a pod can carry for a reason, each explained in docs/checkov.md: a pod that
 # reads S3 needs its service account's token (IRSA, EKS Pod Identity); vLLM reads its API key only from
@@ -88,12 +98,23 @@ class ColocatedPair(pulumi.ComponentResource):
     predicted_free_mib: pulumi.Output[int]
 
     def __init__(
-        self, name: str, args: ColocatedPairArgs, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        args: ColocatedPairArgs,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        plan: Plan | None = None,
     ) -> None:
-        plan = plan_colocated_pair(name, args)  # raises before the component or any child is registered
-        super().__init__(TYPE, name, None, opts)
+        """`plan`: the stack plan this pair is one of, where the program planned its stack already (colo's own
+        does); by default the pair plans itself from `args`. Either way nothing is planned twice."""
+        # A refusal raises here, before the component or any child is registered.
+        plan = plan if plan is not None else plan_colocated_pair(name, args)
+        pair = planned_pair(plan, name, args)
+        super().__init__(TYPE, name, None, renamed("ColocatedPair", opts))
+        # What this pair's URN was under its first type: the parent of the wrappers it once declared.
+        self._first_urn = old_urn(name, FIRST_RELEASED["ColocatedPair"], opts.parent if opts else None)
         self._args = args
-        self._pair = plan.pairs[0]
+        self._pair = pair
         self._native_sidecars = plan.native_sidecars
         self._node_selector = args.node_selector if args.node_selector is not None else plan.node_selector
         self._tolerations = list(plan.tolerations)
@@ -116,17 +137,15 @@ class ColocatedPair(pulumi.ComponentResource):
         template = self._args.claim_template
         if method == "dra" and template is None:
             gpus = self._pair.gpu_count
-            template = GpuClaimTemplate(
+            template = gpu_claim_template(
                 f"{name}-gpu-claim",
-                GpuClaimTemplateArgs(
-                    self._args.namespace,
-                    colo_labels(self._instance, "gpu-claim"),
-                    template_name=f"{name}-gpu" if gpus == 1 else f"{name}-{template_name_for(gpus)}",
-                    gpus=gpus,
-                    mps=self._pair.sharing is not None and self._pair.sharing.route == "dra driver",
-                ),
-                pulumi.ResourceOptions(parent=self),
-            ).template_name
+                namespace=self._args.namespace,
+                labels=colo_labels(self._instance, "gpu-claim"),
+                template_name=f"{name}-gpu" if gpus == 1 else f"{name}-{template_name_for(gpus)}",
+                gpus=gpus,
+                mps=self._pair.sharing is not None and self._pair.sharing.route == "dra driver",
+                opts=self._unwrapped(f"{name}-gpu-claim", GPU_CLAIM_WRAPPER),
+            ).metadata.name
         context = PairingContext(instance_selector(self._instance), template)
         return pod_gpu(method, self._pair, context)
 
@@ -135,15 +154,19 @@ class ColocatedPair(pulumi.ComponentResource):
             return self._args.scripts_config_map
         if not needs_pod_scripts(self._gpu, self._native_sidecars):
             return None
-        return PodScripts(
+        return scripts_config_map(
             f"{name}-scripts",
-            PodScriptsArgs(
-                self._args.namespace,
-                colo_labels(self._instance, "pod-scripts"),
-                config_map_name=f"{name}-scripts",
-            ),
-            pulumi.ResourceOptions(parent=self),
-        ).config_map_name
+            namespace=self._args.namespace,
+            labels=colo_labels(self._instance, "pod-scripts"),
+            config_map_name=f"{name}-scripts",
+            opts=self._unwrapped(f"{name}-scripts", POD_SCRIPTS_WRAPPER),
+        ).metadata.name
+
+    def _unwrapped(self, name: str, wrapper: str) -> pulumi.ResourceOptions:
+        """A child this pair once held inside a wrapper component of that name (contract.unwrapped)."""
+        return pulumi.ResourceOptions.merge(
+            pulumi.ResourceOptions(parent=self), unwrapped(name, wrapper, self._first_urn)
+        )
 
     def _expose(self, figures: PairFigures) -> None:
         self.figures = figures
@@ -159,13 +182,13 @@ class ColocatedPair(pulumi.ComponentResource):
         self.predicted_free_mib = pulumi.Output.from_input(figures.predicted_free_mib)
         self.register_outputs(
             {
-                "deployment_name": self.deployment_name,
-                "service_names": self.service_names,
+                "deploymentName": self.deployment_name,
+                "serviceNames": self.service_names,
                 "utilizations": self.utilizations,
-                "kv_tokens": self.kv_tokens,
-                "startup_probe_seconds": self.startup_probe_seconds,
-                "predicted_used_mib": self.predicted_used_mib,
-                "predicted_free_mib": self.predicted_free_mib,
+                "kvTokens": self.kv_tokens,
+                "startupProbeSeconds": self.startup_probe_seconds,
+                "predictedUsedMib": self.predicted_used_mib,
+                "predictedFreeMib": self.predicted_free_mib,
             }
         )
 
@@ -259,7 +282,7 @@ class ColocatedPair(pulumi.ComponentResource):
                 parent=self,
                 delete_before_replace=True,
                 custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout),
-                hooks=after_rollout(pair, self.selector),
+                hooks=after_rollout(pair, self.selector, self._args.verify_cluster),
             ),
         )
 

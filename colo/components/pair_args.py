@@ -16,9 +16,11 @@ import pulumi
 
 from colo.components.containers import SecretRef
 from colo.components.errors import refused
-from colo.components.stack_pieces import stack_config, written
+from colo.config import assemble_stack_config
+from colo.config.cluster_target import ClusterTarget
 from colo.config.schema import Budget, Cluster, Network, NodePool, ServerSpec, StackConfig, Storage
 from colo.errors import ColoError, InfeasiblePlanError
+from colo.plan.pair import PairPlan
 from colo.plan.stack import Plan, make_plan
 from colo.profiles import s3_profile_reader
 from colo.vllm import RankBalance
@@ -60,19 +62,24 @@ class ColocatedPairArgs:
     # where the pair needs one and none is given, it declares its own.
     scripts_config_map: pulumi.Input[str] | None = None
     claim_template: pulumi.Input[str] | None = None
+    # The cluster the after-rollout check reads the servers' logs from: the one this pair's provider deploys
+    # to. None: the kubernetes: settings of the stack config (the default provider's), as the provider reads.
+    verify_cluster: ClusterTarget | None = None
     hub_token: str | None = None  # for gated Hub models at plan time; default HF_TOKEN
     aws_region: str | None = None  # passed to the S3 weight sync
     project_dir: Path | None = None  # where relative `profile` paths are read; default the working directory
 
 
 def one_pair_stack(name: str, args: ColocatedPairArgs) -> StackConfig:
-    """The stack config of this pair alone, validated as `colo plan` validates a stack file."""
-    pair: dict[str, object] = {"name": name, "llm": written(args.llm), "embedding": written(args.embedding)}
-    if args.reranker is not None:
-        pair["reranker"] = written(args.reranker)
+    """The stack config of this pair alone, checked as `colo plan` checks a stack file with these keys."""
+    servers = {"llm": args.llm, "embedding": args.embedding, "reranker": args.reranker}
+    pair: dict[str, object] = {
+        "name": name,
+        **{role: spec for role, spec in servers.items() if spec is not None},
+    }
     if args.rank_balance is not None:
         pair["rankBalance"] = args.rank_balance
-    return stack_config(
+    return assemble_stack_config(
         cluster=args.cluster,
         node_pool=args.node_pool,
         storage=args.storage,
@@ -104,3 +111,20 @@ def plan_colocated_pair(name: str, args: ColocatedPairArgs) -> Plan:
     if not plan.feasible:
         raise refused(label, InfeasiblePlanError(list(plan.problems)), argument_path)
     return plan
+
+
+def planned_pair(plan: Plan, name: str, args: ColocatedPairArgs) -> PairPlan:
+    """Pair `name` of a stack plan made elsewhere (colo's own program plans the stack once), checked to be the
+    pair `args` describe: a plan of other servers would declare what the arguments do not say."""
+    pairs = {pair.name: pair for pair in plan.pairs}
+    configs = {pair.name: pair for pair in plan.config.pairs}
+    if name not in pairs:
+        raise ValueError(f"{COMPONENT} {name}: the plan given has no pair {name}")
+    config = configs[name]
+    if (config.llm, config.embedding, config.reranker) != (args.llm, args.embedding, args.reranker):
+        raise ValueError(f"{COMPONENT} {name}: the plan given planned other servers than the arguments name")
+    if args.rank_balance is not None and args.rank_balance != config.rank_balance:
+        raise ValueError(
+            f"{COMPONENT} {name}: the plan given balanced its ranks otherwise than rank_balance says"
+        )
+    return pairs[name]

@@ -6,20 +6,22 @@ awaited the rollout) reads each server's log through the Kubernetes API, as `col
 logs the comparison on the Deployment. A plan that was wrong, or a log that cannot be read, makes the hook
 fail; it is registered with `ignore_errors`, so the engine reports that as a warning and the update stands.
 No hook is bound where it could not read a cluster: with an engine that does not offer resource hooks, or
-when the provider writes manifests to a directory instead. (The SDK's mock runtime, behind `colo render`,
-takes hooks and never runs them.)
+when the provider writes manifests to a directory instead (as under `colo render`). The logs are read from
+the cluster the pair's provider deploys to (ColocatedPairArgs.verify_cluster), with the same settings.
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import pulumi
+import yaml
 from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.settings import monitor_supports_feature
 
+from colo.aws.clients import client
+from colo.cluster.access import ClusterAccess, cluster_access
+from colo.config.cluster_target import ClusterTarget
 from colo.plan.pair import PairPlan
 
 
@@ -34,15 +36,18 @@ def hooks_apply() -> bool:
     ) and not provider.get("renderYamlToDirectory")
 
 
-def kubeconfig_file(setting: str | None) -> str | None:
-    """The provider's kubeconfig as a file the `kubernetes` client can read: the path given, or the contents
-    given written to a private temporary file. None: KUBECONFIG or ~/.kube/config, as the provider uses."""
+def stack_config_access() -> ClusterAccess:
+    """Where a pair declared without a named cluster is verified: the `kubernetes:` settings of the stack
+    config, as the default provider reads them. A kubeconfig given as contents is read as data, never
+    written to a file."""
+    provider = pulumi.Config("kubernetes")
+    setting, context = provider.get("kubeconfig"), provider.get("context")
     if setting is None or Path(setting).expanduser().is_file():
-        return setting
-    handle, path = tempfile.mkstemp(prefix="colo-kubeconfig-")
-    with os.fdopen(handle, "w") as out:
-        out.write(setting)
-    return path
+        return ClusterAccess(setting, context)
+    contents = yaml.safe_load(setting)
+    if not isinstance(contents, dict):
+        raise PlanNotConfirmed("colo verify: kubernetes:kubeconfig is neither a file nor a kubeconfig")
+    return ClusterAccess(contents, context)
 
 
 def deployed_namespace(args: pulumi.ResourceHookArgs) -> str:
@@ -54,17 +59,15 @@ def deployed_namespace(args: pulumi.ResourceHookArgs) -> str:
     return namespace
 
 
-def verify_pair(
-    namespace: str, selector: dict[str, str], pair: PairPlan, kubeconfig: str | None, context: str | None
-) -> str:
+def verify_pair(namespace: str, selector: dict[str, str], pair: PairPlan, access: ClusterAccess) -> str:
     """The comparison for one pair, as `colo verify` prints it; raises PlanNotConfirmed unless within."""
-    from colo.cli.verify_cmd import _check, neighbour_checks
+    from colo.verify.check import check_reading, neighbour_checks
     from colo.verify.cluster import ClusterReader, ClusterUnreachable, ServerTarget
     from colo.verify.compare import Verdict, overall
     from colo.verify.report import render_text
 
     try:
-        reader = ClusterReader(kubeconfig, context)
+        reader = ClusterReader(access.kubeconfig, access.context)
         readings = [
             reader.read(
                 ServerTarget(pair.name, server.role, namespace, selector, server.name),
@@ -75,22 +78,24 @@ def verify_pair(
     except ClusterUnreachable as unreachable:
         raise PlanNotConfirmed(f"colo verify {pair.name}: nothing could be read: {unreachable}") from None
     planned = {server.name: (server, index == 0) for index, server in enumerate(pair.servers)}
-    checks = neighbour_checks([_check(reading, planned) for reading in readings], [pair])
+    checks = neighbour_checks([check_reading(reading, planned) for reading in readings], [pair])
     text = render_text(pulumi.get_stack(), checks, markdown=False)
     if overall(checks) is not Verdict.WITHIN:
         raise PlanNotConfirmed(text)
     return text
 
 
-def after_rollout(pair: PairPlan, selector: dict[str, str]) -> pulumi.ResourceHookBinding | None:
-    """The hooks for a pair's Deployment (its pod selected by `selector`), or None where none can run."""
+def after_rollout(
+    pair: PairPlan, selector: dict[str, str], cluster: ClusterTarget | None = None
+) -> pulumi.ResourceHookBinding | None:
+    """The hooks for a pair's Deployment (its pod selected by `selector`) in `cluster` (None: the stack
+    config's kubernetes: settings), or None where none can run."""
     if not hooks_apply():
         return None
-    provider = pulumi.Config("kubernetes")
-    kubeconfig, context = kubeconfig_file(provider.get("kubeconfig")), provider.get("context")
 
     def verify(args: pulumi.ResourceHookArgs) -> None:
-        text = verify_pair(deployed_namespace(args), selector, pair, kubeconfig, context)
+        access = cluster_access(cluster, client) if cluster is not None else stack_config_access()
+        text = verify_pair(deployed_namespace(args), selector, pair, access)
         pulumi.log.info(text)
 
     hook = pulumi.ResourceHook(

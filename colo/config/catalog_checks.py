@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from colo.catalog import GpuLookupError, instance_type, resolve_gpu
+from colo.config.calibration import calibration_problem  # the reader the plan applies, bounded like a profile
 from colo.config.schema import ServerSpec, StackConfig
 from colo.echo import shown
 from colo.errors import Problem
@@ -80,8 +81,6 @@ def _node_pool_problems(config: StackConfig) -> list[Problem]:
 
 
 def _calibration_problems(config: StackConfig) -> list[Problem]:
-    from colo.plan.calibration import calibration_problem  # the plan's own reader, bounded like a profile
-
     problem = calibration_problem(config.budget.calibration)
     return [Problem("colo:budget.calibration", problem)] if problem else []
 

@@ -8,6 +8,7 @@ the value is acceptable, else the reason, so validators can say what is wrong an
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit
 
 from colo.echo import shown
 
@@ -89,6 +90,29 @@ def cluster_name(value: str) -> str | None:
         return (
             f"'{shown(value)}' is not an EKS cluster name colo can label objects with: letters, digits, '-' "
             "and '_', starting and ending with a letter or digit, at most 63 characters"
+        )
+    return None
+
+
+# A Kubernetes API server as a kubeconfig names it (clusters[].cluster.server): an http(s) URL with a host,
+# a port where it is not the scheme's default, and a path where a proxy serves the API below one.
+_API_SERVER_LIMIT = 2048
+
+
+def api_server_url(value: str) -> str | None:
+    fix = "write the server's URL as the kubeconfig holds it, e.g. https://127.0.0.1:6443"
+    if len(value) > _API_SERVER_LIMIT or not value.isascii() or any(c.isspace() for c in value):
+        return f"'{shown(value)}' is not an API server URL: {fix}"
+    parsed = urlsplit(value)
+    try:
+        port_ok = parsed.port is None or parsed.port > 0
+    except ValueError:
+        port_ok = False
+    if parsed.scheme not in ("https", "http") or not parsed.hostname or not port_ok:
+        return f"'{shown(value)}' is not an API server URL: {fix}"
+    if parsed.query or parsed.fragment or parsed.username or parsed.password:
+        return (
+            f"'{shown(value)}' holds a query, fragment or credentials, which no API server URL carries; {fix}"
         )
     return None
 

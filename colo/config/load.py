@@ -11,7 +11,7 @@ from pydantic.alias_generators import to_camel
 
 from colo.config.catalog_checks import catalog_problems
 from colo.config.key_suggestions import known_keys
-from colo.config.schema import StackConfig
+from colo.config.schema import Budget, Cluster, Network, NodePool, Pair, StackConfig, Storage
 from colo.echo import shown
 from colo.errors import ConfigError, Problem
 from colo.suggest import unknown_word
@@ -51,6 +51,7 @@ def parse_stack_config(
     hf_token_set: bool = False,
     plaintext_token: bool = False,
     aws_region: str | None = None,
+    aws_profile: str | None = None,
     project_dir: Path | None = None,
     vllm_api_key_set: bool = False,
     plaintext_secrets: Sequence[str] = (),
@@ -60,7 +61,8 @@ def parse_stack_config(
 
     The keyword arguments are facts from outside the colo namespace: whether each secret is set (and
     `plaintext_token`, `plaintext_secrets`: which are stored in plain text), the stack's `aws:region`
-    (what the weight-sync step passes to boto3 in the pod), the project directory relative profile
+    (what the weight-sync step passes to boto3 in the pod) and `aws:profile` (the credentials colo's own
+    AWS calls use, as the AWS provider does), the project directory relative profile
     paths are read from, and colo:hfToken's value where the engine hands it over (`hub_token`, for reading
     gated models from the Hub; HF_TOKEN otherwise).
     """
@@ -85,14 +87,51 @@ def parse_stack_config(
     values["hfTokenSet"] = hf_token_set
     values["vllmApiKeySet"] = vllm_api_key_set
     values["awsRegion"] = aws_region
+    values["awsProfile"] = aws_profile
     values["projectDir"] = project_dir
     values["hubToken"] = hub_token
+    return _validated(values, problems)
+
+
+def _validated(values: Mapping[str, Any], problems: list[Problem]) -> StackConfig:
+    """The StackConfig of `values`, or one ConfigError with `problems` and everything the schema and the
+    catalog checks find, each at its config path."""
     try:
         config = StackConfig.model_validate(values)
     except ValidationError as exc:
-        problems += [Problem(config_path(err["loc"]), _message(err)) for err in exc.errors()]
+        problems = [*problems, *(Problem(config_path(err["loc"]), _message(err)) for err in exc.errors())]
         raise ConfigError(problems) from None
-    problems += catalog_problems(config)
+    problems = [*problems, *catalog_problems(config)]
     if problems:
         raise ConfigError(problems)
     return config
+
+
+def assemble_stack_config(
+    *,
+    cluster: Cluster,
+    node_pool: NodePool,
+    storage: Storage,
+    budget: Budget,
+    pairs: Sequence[Pair | Mapping[str, Any]],
+    network: Network | None = None,
+    hub_token: str | None = None,
+    aws_region: str | None = None,
+    project_dir: Path | None = None,
+) -> StackConfig:
+    """The stack config of typed pieces (what a component is given), checked as a stack file with those keys is
+    checked: each piece as it is (it was validated when it was made), the stack's own rules, the catalog checks.
+    `pairs` are Pairs, or a name and the typed servers by role. Raises ConfigError naming `colo:` paths."""
+    values: dict[str, Any] = {
+        "cluster": cluster,
+        "nodePool": node_pool,
+        "storage": storage,
+        "budget": budget,
+        "pairs": list(pairs),
+        "awsRegion": aws_region,
+        "projectDir": project_dir,
+        "hubToken": hub_token,
+    }
+    if network is not None:
+        values["network"] = network
+    return _validated(values, [])

@@ -28,7 +28,6 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 import colo.config.formats as formats
-from colo.aws.s3_uri import s3_prefix_problem
 from colo.catalog.images import (
     BuildFacts,
     ImageBuild,
@@ -42,6 +41,7 @@ from colo.catalog.images import (
 from colo.config.cli_values import CliText
 from colo.echo import shown
 from colo.roles import START_ORDER, Role
+from colo.s3_uri import s3_prefix_problem
 from colo.vllm import (
     KV_DTYPE_BYTES,
     RankBalance,
@@ -786,6 +786,24 @@ class Cluster(_Model):
         description="gpuPairing dra with computeSharing mps: the cluster's NVIDIA DRA driver runs with its MPSSupport "
         "feature gate on, as you have checked",
     )
+    # How colo reaches a cluster it does not manage (nodePool.mode existing); colo.config.cluster_target says
+    # which keys each mode needs. A managed stack reaches its EKS cluster by `name` and the stack's AWS config.
+    kubeconfig_context: Annotated[str, Field(min_length=1, max_length=253)] | None = Field(
+        default=None,
+        description="The kubeconfig context colo deploys through (nodePool.mode existing, where it is "
+        "required): never the current context, so a stack goes only to the cluster it names",
+    )
+    kubeconfig: Annotated[str, Field(min_length=1, max_length=MAX_PATH_CHARS)] | None = Field(
+        default=None,
+        description="The kubeconfig file holding kubeconfigContext; default KUBECONFIG, then ~/.kube/config, "
+        "as kubectl reads them",
+    )
+    api_server: str | None = Field(
+        default=None,
+        description="The API server kubeconfigContext must reach (nodePool.mode existing, where it is "
+        "required): its URL as the kubeconfig writes it, e.g. https://127.0.0.1:6443; colo refuses a "
+        "preview or update through a context that points at another server",
+    )
 
     @field_validator("kubernetes_version", mode="before")
     @classmethod
@@ -803,6 +821,19 @@ class Cluster(_Model):
     def _minor_version(cls, value: str) -> str:
         if not _KUBERNETES_MINOR.fullmatch(value):
             raise ValueError(f"'{shown(value)}' is not a Kubernetes minor version; write it like 1.34")
+        return value
+
+    @field_validator("api_server")
+    @classmethod
+    def _server_url(cls, value: str | None) -> str | None:
+        _raise_if(formats.api_server_url(value) if value is not None else None)
+        return value
+
+    @field_validator("kubeconfig_context", "kubeconfig")
+    @classmethod
+    def _plain_text(cls, value: str | None) -> str | None:
+        if value is not None and _CONTROL.search(value):
+            raise ValueError(f"'{shown(value)}' holds control characters")
         return value
 
     @field_validator("namespace")
@@ -1109,6 +1140,11 @@ class StackConfig(_Model):
     )
     aws_region: str | None = Field(
         default=None, description="The stack's aws:region (outside the colo namespace), when it is set"
+    )
+    aws_profile: str | None = Field(
+        default=None,
+        description="The stack's aws:profile (outside the colo namespace), when it is set: the credentials "
+        "colo's own AWS calls use, as the AWS provider does",
     )
     project_dir: Path | None = Field(
         default=None,

@@ -13,9 +13,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from colo.catalog import GpuSpec
+from colo.config.calibration import calibrate
 from colo.config.schema import Budget, Pair, ServerSpec, StackConfig, Storage
 from colo.errors import Problem
-from colo.plan.calibration import calibrate
+from colo.model_volume import weights_dir
 from colo.plan.compute_sharing import (
     THREAD_ENV,
     PairSharing,
@@ -24,7 +25,6 @@ from colo.plan.compute_sharing import (
     pair_sharing,
     thread_percentage,
 )
-from colo.plan.model_volume import weights_dir
 from colo.plan.placement import Placement
 from colo.plan.probes import IMAGE_PULL_S, ProbeBudget, startup_budget
 from colo.plan.server import ModelSource, Server

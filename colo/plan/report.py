@@ -7,6 +7,7 @@ from typing import Any
 from colo.catalog import MIB
 from colo.plan.capacity import capacity_view
 from colo.plan.compute_sharing import sharing_view
+from colo.plan.figures import PairFigures
 from colo.plan.pair import PairPlan
 from colo.plan.server import Server
 from colo.plan.stack import Plan
@@ -83,7 +84,7 @@ def group_view(pair: PairPlan, group: GroupPlan) -> dict[str, Any]:
 
 
 def pair_view(pair: PairPlan) -> dict[str, Any]:
-    gpu_plan = pair.gpu_plan
+    figures = PairFigures.of(pair)
     return {
         "name": pair.name,
         "node": pair.placement.node,
@@ -91,9 +92,9 @@ def pair_view(pair: PairPlan) -> dict[str, Any]:
         "gpus": list(pair.placement.gpu_indices),
         "group": group_view(pair, pair.group) if pair.group else None,
         "feasible": pair.feasible,
-        "predicted_used_mib": round(gpu_plan.used_bytes / MIB),
-        "predicted_free_mib": round(gpu_plan.free_bytes / MIB),
-        "safety_margin_mib": round(gpu_plan.safety_margin_bytes / MIB),
+        "predicted_used_mib": figures.predicted_used_mib,
+        "predicted_free_mib": figures.predicted_free_mib,
+        "safety_margin_mib": figures.safety_margin_mib,
         "startup_checks": [
             {
                 "server": s.name,

@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from colo.catalog import GpuLookupError, GpuSpec, InstanceType, instance_type, resolve_gpu
+from colo.config.calibration import calibration_problem
 from colo.config.schema import StackConfig
 from colo.errors import Problem
 from colo.plan.assumed_rules import assumed_rules_warnings
-from colo.plan.calibration import calibration_problem
 from colo.plan.capacity import capacity_problems
 from colo.plan.compute_sharing import daemon_slices, sharing_problems
 from colo.plan.hub_access import hub_access_warnings

@@ -12,7 +12,7 @@ from math import ceil
 from typing import TYPE_CHECKING
 
 from colo.catalog import MIB
-from colo.plan.model_volume import COMPLETE_MARKER, MODEL_ROOT, weights_dir
+from colo.model_volume import COMPLETE_MARKER, MODEL_ROOT, weights_dir
 from colo.plan.probes import MARGIN_FACTOR
 from colo.plan.server import Server
 

@@ -45,14 +45,23 @@ def _driver(labels: dict[str, str]) -> str | None:
 
 
 class ClusterReader:
-    def __init__(self, kubeconfig: str | None, context: str | None) -> None:
+    """`kubeconfig`: a file (None: KUBECONFIG or ~/.kube/config, as kubectl), or a kubeconfig as data."""
+
+    def __init__(self, kubeconfig: str | dict[str, Any] | None, context: str | None) -> None:
         from kubernetes import client, config
         from kubernetes.config.config_exception import ConfigException
 
         try:
-            api_client = config.new_client_from_config(config_file=kubeconfig, context=context)
+            if isinstance(kubeconfig, dict):
+                api_client = config.new_client_from_config_dict(kubeconfig, context=context)
+            else:
+                api_client = config.new_client_from_config(config_file=kubeconfig, context=context)
         except (ConfigException, OSError) as exc:
-            where = kubeconfig or "KUBECONFIG or ~/.kube/config"
+            where = (
+                "the stack's cluster"
+                if isinstance(kubeconfig, dict)
+                else kubeconfig or "KUBECONFIG or ~/.kube/config"
+            )
             raise ClusterUnreachable(
                 f"no usable kubeconfig ({where}): {exc}; give --kubeconfig/--context, or read logs collected "
                 f"elsewhere with --logs DIR"

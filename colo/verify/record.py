@@ -18,7 +18,7 @@ from datetime import date
 import yaml
 
 from colo.catalog import GIB, MIB
-from colo.plan.calibration import load_calibration, resolve
+from colo.config.calibration import load_calibration, resolve
 from colo.plan.server import Server
 from colo.verify.readings import ServerReading
 from colo.verify.startup_log import StartupLog

@@ -17,8 +17,7 @@ from functools import cache
 from importlib import resources
 from typing import Any, Literal
 
-import yaml
-
+from colo.catalog.data import parse_yaml
 from colo.vllm.rules import at_least, newest_range_from, rules_for
 
 ARCHITECTURES_FILE = "architectures.yaml"
@@ -125,7 +124,7 @@ def parse_architectures(data: Mapping[str, Any]) -> _Data:
 @cache
 def _data() -> _Data:
     text = resources.files("colo.vllm").joinpath(ARCHITECTURES_FILE).read_text()
-    return parse_architectures(yaml.safe_load(text))
+    return parse_architectures(parse_yaml(text))
 
 
 def _in_range(version: str, entries: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:

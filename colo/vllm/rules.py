@@ -17,9 +17,11 @@ from importlib import resources
 from itertools import pairwise
 from typing import Any, Literal
 
-import yaml
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+from colo.catalog.data import parse_yaml
+from colo.catalog.releases import release_key as release_key  # where every release is ordered
 
 RULES_FILE = "rules.yaml"
 GIB = 1024**3
@@ -336,17 +338,6 @@ def _version(text: str) -> Version:
     return version
 
 
-def release_key(version: str) -> tuple[int, ...]:
-    """A release's number for ordering and range lookups; dev and rc builds count as the release they lead to.
-    Every table keyed by release (these rules, quant_methods.yaml, the argument parser's spellings) orders its
-    ranges with it, so versions are compared in this module alone."""
-    try:
-        parsed = Version(version)
-    except InvalidVersion:
-        raise ValueError(f"'{version}' is not a vLLM release number; write it like 0.11.0") from None
-    return tuple(parsed.release) + (0,) * (4 - len(parsed.release))
-
-
 def newest_range_from(version: str, firsts: Sequence[str]) -> int:
     """Index of the range (given by its first release, oldest first) that `version` falls in; the oldest
     range for a version before all of them."""
@@ -420,7 +411,7 @@ def parse_rules(data: Mapping[str, Any]) -> RulesCatalog:
 
 @cache
 def _catalog() -> RulesCatalog:
-    return parse_rules(yaml.safe_load(resources.files("colo.vllm").joinpath(RULES_FILE).read_text()))
+    return parse_rules(parse_yaml(resources.files("colo.vllm").joinpath(RULES_FILE).read_text()))
 
 
 def releases() -> tuple[VllmRules, ...]:
@@ -512,7 +503,7 @@ class _PpSupport(_Strict):
 @cache
 def _pp_support() -> _PpSupport:
     text = resources.files("colo.vllm").joinpath(PP_SUPPORT_FILE).read_text()
-    return _PpSupport.model_validate(yaml.safe_load(text))
+    return _PpSupport.model_validate(parse_yaml(text))
 
 
 def supports_pipeline_parallel(architecture: str, version: str) -> bool:

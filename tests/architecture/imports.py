@@ -67,6 +67,21 @@ def module_graph() -> dict[str, set[str]]:
     return graph
 
 
+def package_of(module: str) -> str:
+    """The package a module belongs to at colo's top level: colo.plan.pair -> colo.plan; a top-level module
+    (colo.errors) is its own; the package facade (colo/__init__.py) is `colo`."""
+    return ".".join(module.split(".")[:2])
+
+
+def package_graph() -> dict[str, set[str]]:
+    """colo's top-level packages (and top-level modules) -> those it imports, lazy imports included."""
+    graph: dict[str, set[str]] = {}
+    for importer, imported in module_graph().items():
+        source = package_of(importer)
+        graph.setdefault(source, set()).update(package_of(m) for m in imported if package_of(m) != source)
+    return graph
+
+
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """Every strongly connected set of more than one module (Tarjan), each sorted."""
     index: dict[str, int] = {}

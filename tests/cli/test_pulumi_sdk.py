@@ -59,7 +59,7 @@ def test_the_sdk_still_offers_what_render_relies_on(tmp_path: Path) -> None:
     )
     program = tmp_path / "program.py"
     program.write_text(PROGRAM)
-    run = run_program(StackFile("colo", "sdk-check", {"probe": "1"}), program=program)
+    run = run_program(StackFile("colo", "sdk-check", {"probe": "1"}), program=program, render_dir=None)
 
     assert run.outputs.get("answer") == 42, "pulumi.export no longer lands in the root Stack's outputs"
     assert run.outputs.get("has_monitor") is True, (

@@ -59,6 +59,7 @@ def declare_under_mocks(
     """Run `build` in a fresh mocked stack; apply() errors propagate. Returns the mocks and its outputs."""
     mocks = mocks or AwsMocks()
     pulumi.runtime.reset_options()
+    pulumi.runtime.set_all_config({})  # a whole-program run before this one left its stack's config
     pulumi.runtime.set_mocks(mocks, project="colo", stack="test", preview=preview)
     outputs: dict[str, Any] = {}
 
@@ -84,6 +85,7 @@ def run_under_mocks(
     back resolved, and every resource's options (its parent) are recorded in `mocks.options`."""
     mocks = mocks or AwsMocks()
     pulumi.runtime.reset_options()
+    pulumi.runtime.set_all_config({})  # a whole-program run before this one left its stack's config
     pulumi.runtime.set_mocks(mocks, project="own-program", stack="test", preview=preview)
     recorder = OptionsRecorder()
     pulumi.runtime.register_stack_transformation(recorder)

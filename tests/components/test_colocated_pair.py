@@ -248,12 +248,37 @@ def test_the_plan_comes_out_as_typed_outputs() -> None:
 
 
 def test_the_figures_are_what_colo_plan_prints_for_the_pair() -> None:
+    """The typed figures are read from the plan objects and `colo plan`'s JSON from the same objects through
+    its own view: two readings that must agree, field by field."""
     plan = plan_colocated_pair("chat", local_pair_args())
     view = pair_view(plan.pairs[0])
     figures = PairFigures.of(plan.pairs[0])
-    assert figures.predicted_used_mib == view["predicted_used_mib"]
-    assert [s.kv_tokens for s in figures.servers] == [s["memory"]["kv_tokens"] for s in view["servers"]]
-    assert [s.vllm_args for s in figures.servers] == [tuple(s["vllm_args"]) for s in view["servers"]]
+    assert (figures.predicted_used_mib, figures.predicted_free_mib, figures.safety_margin_mib) == (
+        view["predicted_used_mib"],
+        view["predicted_free_mib"],
+        view["safety_margin_mib"],
+    )
+    memory_keys = (
+        "gpu_memory_utilization",
+        "utilization_derived",
+        "weights_gib",
+        "kv_cache_gib",
+        "kv_tokens",
+    )
+    memory_keys += ("max_concurrency", "max_model_len", "footprint_mib")
+    for server, shown in zip(figures.servers, view["servers"], strict=True):
+        assert (server.role, server.name, server.model, server.image, server.port) == (
+            shown["role"],
+            shown["name"],
+            shown["model"],
+            shown["image"],
+            shown["port"],
+        )
+        assert server.vllm_args == tuple(shown["vllm_args"])
+        assert server.startup_probe_seconds == shown["startup_probe_seconds"]
+        assert {key: getattr(server, key) for key in memory_keys} == {
+            key: shown["memory"][key] for key in memory_keys
+        }
 
 
 def _children_of_the_pair(mocks: AwsMocks) -> list[str]:
@@ -261,14 +286,14 @@ def _children_of_the_pair(mocks: AwsMocks) -> list[str]:
     return [
         r.type
         for r in mocks.resources
-        if r.custom and "colo:pair:CoLocatedPair" in mocks.options_of(r).parent.rsplit("::", 2)[-2]
+        if r.custom and "colo:index:ColocatedPair" in mocks.options_of(r).parent.rsplit("::", 2)[-2]
     ]
 
 
 def test_every_object_the_pair_declares_is_its_child() -> None:
     mocks, _ = declare(local_pair_args())
     assert sorted(_children_of_the_pair(mocks)) == sorted([DEPLOYMENT, SERVICE, SERVICE, POLICY])
-    assert [r.type for r in mocks.resources if not r.custom] == ["colo:pair:CoLocatedPair"]
+    assert [r.type for r in mocks.resources if not r.custom] == ["colo:index:ColocatedPair"]
 
 
 def test_a_pair_alone_declares_the_scripts_its_pod_runs() -> None:

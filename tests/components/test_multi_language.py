@@ -102,7 +102,7 @@ def test_the_component_wraps_colos_own_pair_and_passes_its_outputs_on() -> None:
     mocks, outputs = run_under_mocks(build)
     assert [r.type for r in mocks.resources if not r.custom] == [
         "colo:index:ColocatedPair",
-        "colo:pair:CoLocatedPair",
+        "colo:index:ColocatedPair",
     ]
     assert outputs["services"] == {"embedding": "chat-embedding", "llm": "chat-llm"}
     figures = PairFigures.of(plan_colocated_pair("chat", local_pair_args()).pairs[0])

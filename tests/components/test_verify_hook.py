@@ -6,15 +6,22 @@ server (tests/control_plane/test_verify_hooks.py).
 
 from __future__ import annotations
 
-import stat
+import os
+import tempfile
 from pathlib import Path
 
 import pulumi
 import pytest
 from pulumi.runtime.config import CONFIG
 
+from colo.cluster.access import ClusterAccess
 from colo.components.labels import pair_selector
-from colo.components.verify_hook import PlanNotConfirmed, after_rollout, deployed_namespace, kubeconfig_file
+from colo.components.verify_hook import (
+    PlanNotConfirmed,
+    after_rollout,
+    deployed_namespace,
+    stack_config_access,
+)
 from colo.inline_engine import RENDER_KEY
 from colo.plan.kubernetes_spec import kubernetes_spec
 from colo.plan.stack import make_plan
@@ -55,24 +62,43 @@ def test_no_hook_is_bound_when_the_provider_writes_to_a_directory(tmp_path: Path
     assert bindings(str(tmp_path)) == [None, None, None]
 
 
+def access_with(settings: dict[str, str]) -> ClusterAccess:
+    """stack_config_access with these kubernetes: settings in the stack config."""
+    found: list[ClusterAccess] = []
+
+    def build() -> None:
+        for key, value in settings.items():
+            pulumi.runtime.set_config(f"kubernetes:{key}", value)
+        try:
+            found.append(stack_config_access())
+        finally:
+            for key in settings:
+                CONFIG.get().pop(f"kubernetes:{key}", None)
+
+    declare_under_mocks(build)
+    return found[0]
+
+
 def test_a_kubeconfig_path_is_used_as_given(tmp_path: Path) -> None:
     path = tmp_path / "kubeconfig"
     path.write_text("apiVersion: v1\nkind: Config\n")
-    assert kubeconfig_file(str(path)) == str(path)
+    assert access_with({"kubeconfig": str(path), "context": "team"}) == ClusterAccess(str(path), "team")
 
 
-def test_kubeconfig_contents_are_written_to_a_private_file() -> None:
-    contents = "apiVersion: v1\nkind: Config\nclusters: []\n"
-    written = Path(str(kubeconfig_file(contents)))
-    try:
-        assert written.read_text() == contents
-        assert stat.S_IMODE(written.stat().st_mode) == 0o600
-    finally:
-        written.unlink()
+def test_kubeconfig_contents_are_read_as_data_and_no_file_is_written() -> None:
+    before = set(os.listdir(tempfile.gettempdir()))
+    access = access_with({"kubeconfig": "apiVersion: v1\nkind: Config\nclusters: []\n"})
+    assert access == ClusterAccess({"apiVersion": "v1", "kind": "Config", "clusters": []}, None)
+    assert set(os.listdir(tempfile.gettempdir())) - before == set()
 
 
 def test_no_setting_leaves_the_choice_to_the_client_as_the_provider_does() -> None:
-    assert kubeconfig_file(None) is None
+    assert access_with({}) == ClusterAccess(None, None)
+
+
+def test_a_kubeconfig_setting_that_is_neither_a_file_nor_a_kubeconfig_fails_the_hook() -> None:
+    with pytest.raises(PlanNotConfirmed, match="neither a file nor a kubeconfig"):
+        access_with({"kubeconfig": "/no/such/kubeconfig"})
 
 
 def test_the_namespace_verified_is_the_one_the_engine_reports_the_deployment_in() -> None:

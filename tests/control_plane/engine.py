@@ -34,10 +34,29 @@ class Run:
         return [str(d["message"]) for d in self.diagnostics if d["severity"] == severity]
 
 
+# The context tests/control_plane/cluster.py writes into the control plane's kubeconfig.
+CONTEXT = "colo-test"
+
+
 @dataclass(frozen=True)
 class EngineOnCluster:
     engine: Engine
     kubeconfig: Path
+    server: str  # the control plane's API server
+
+    def aim(self, stack_file: Path, server: str | None = None) -> None:
+        """Name the control plane as the stack's cluster, as a user names theirs: its context and its API
+        server (`server` names another, for a stack that is not this cluster's)."""
+
+        def named(config: dict[str, Any]) -> None:
+            cluster = {
+                **config["colo:cluster"],
+                "kubeconfigContext": CONTEXT,
+                "apiServer": server or self.server,
+            }
+            config["colo:cluster"] = cluster
+
+        edit_stack_file(stack_file, named)
 
     def run(self, command: str, stack: str, project: Path) -> Run:
         """`up` or `destroy` of `stack` (tests/control_plane/engine_driver.py), in its own process."""

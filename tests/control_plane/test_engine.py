@@ -15,7 +15,7 @@ import yaml
 
 from tests.built_tools import PULUMI_ENGINE_SCRIPT, absence, bin_dir_of
 from tests.control_plane.api import Api, key_of, wait_until
-from tests.control_plane.engine import EngineOnCluster, Run, edit_stack_file, kubernetes_steps
+from tests.control_plane.engine import CONTEXT, EngineOnCluster, Run, edit_stack_file, kubernetes_steps
 from tests.control_plane.evidence import record, step_summary
 from tests.control_plane.stacks import STACKS, nodes_for_an_engine, render
 from tests.control_plane.workloads import available
@@ -33,7 +33,9 @@ def engine_on_cluster(
     assert absence("engine") is None, absence("engine")
     home = tmp_path_factory.mktemp("engine-home")
     (home / "state").mkdir()
-    return EngineOnCluster(Engine(bin_dir_of(PULUMI_ENGINE_SCRIPT), home), control_plane.kubeconfig)
+    return EngineOnCluster(
+        Engine(bin_dir_of(PULUMI_ENGINE_SCRIPT), home), control_plane.kubeconfig, control_plane.server
+    )
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,7 @@ def lifecycle(
     rendered = render(setup.stack_file, root / "render")
     with nodes_for_an_engine(api, setup, rendered):
         project = project_copy(root / "project", {"local": setup.stack_file})
+        engine_on_cluster.aim(project / "stacks" / "Pulumi.local.yaml")
         up = engine_on_cluster.run("up", "local", project)
         after_up = snapshot(api, rendered)
 
@@ -175,6 +178,7 @@ def test_a_refused_stack_fails_in_the_engine_and_creates_nothing_on_the_api_serv
             "namespace": "colo-refused",
         }
 
+    engine_on_cluster.aim(project / "stacks" / "Pulumi.refused.yaml")
     edit_stack_file(project / "stacks" / "Pulumi.refused.yaml", dra_on_an_old_cluster)
 
     up = engine_on_cluster.run("up", "refused", project).outcome
@@ -186,11 +190,40 @@ def test_a_refused_stack_fails_in_the_engine_and_creates_nothing_on_the_api_serv
     assert engine_on_cluster.engine.resource_types_in_state("refused", project) <= {"pulumi:pulumi:Stack"}
 
 
-def dra_on_existing_nodes(directory: Path) -> Path:
+def test_every_object_goes_through_the_stacks_own_provider_never_the_default_one(
+    lifecycle: Lifecycle,
+) -> None:
+    providers = [s for s in lifecycle.up.outcome.steps if s.type == "pulumi:providers:kubernetes"]
+    assert [(s.op, s.name) for s in providers] == [("create", "cluster")]
+
+
+def test_a_stack_naming_another_api_server_is_refused_in_the_engine_and_creates_nothing(
+    api: Api, engine_on_cluster: EngineOnCluster, tmp_path: Path
+) -> None:
+    """The context is this cluster's, but the stack names another API server: a laptop pointed at the wrong
+    cluster deploys nothing there."""
+    project = project_copy(tmp_path / "project", {"elsewhere": STACKS["local"].stack_file})
+    stack_file = project / "stacks" / "Pulumi.elsewhere.yaml"
+    engine_on_cluster.aim(stack_file, server="https://127.0.0.1:1")
+
+    def own_namespace(config: dict[str, Any]) -> None:
+        config["colo:cluster"] = {**config["colo:cluster"], "namespace": "colo-elsewhere"}
+
+    edit_stack_file(stack_file, own_namespace)
+    up = engine_on_cluster.run("up", "elsewhere", project).outcome
+    assert not up.succeeded
+    errors = "\n".join(up.errors)
+    assert "colo:cluster.apiServer" in errors and f"reaches {engine_on_cluster.server}" in errors
+    assert [s for s in up.steps if s.type.startswith(("kubernetes:", "pulumi:providers:"))] == []
+    assert not api.exists({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "colo-elsewhere"}})
+
+
+def dra_on_existing_nodes(directory: Path, server: str) -> Path:
     """The dev stack (dra) on GPU nodes that already exist: the Kubernetes side alone, no AWS provider."""
     source: dict[str, Any] = yaml.safe_load(STACKS["dev"].stack_file.read_text())
     config = source["config"]
     config.pop("aws:region", None)
+    config["colo:cluster"] = {**config["colo:cluster"], "kubeconfigContext": CONTEXT, "apiServer": server}
     config["colo:nodePool"] = {
         "mode": "existing",
         "gpu": "L40S",
@@ -208,7 +241,7 @@ def test_provider_4_25_deploys_a_dra_stack_whose_claim_template_it_has_no_schema
     """The built provider's schema stops at resource.k8s.io/v1beta2; the SDK (4.34) declares the template as
     resource.k8s.io/v1. The provider resolves a type it has no schema for through the API server's discovery,
     as for a custom resource, so the stack deploys against a server that serves v1."""
-    stack_file = dra_on_existing_nodes(tmp_path)
+    stack_file = dra_on_existing_nodes(tmp_path, engine_on_cluster.server)
     setup = dataclasses.replace(STACKS["dev"], stack_file=stack_file)
     rendered = render(stack_file, tmp_path / "render")
     project = project_copy(tmp_path / "project", {"dra": stack_file})

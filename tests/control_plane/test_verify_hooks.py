@@ -33,12 +33,15 @@ def runs(api: Api, control_plane: ControlPlane, tmp_path_factory: pytest.TempPat
     root = tmp_path_factory.mktemp("hooks")
     (root / "home" / "state").mkdir(parents=True)
     engine = EngineOnCluster(
-        Engine(bin_dir_of(PULUMI_ENGINE_SCRIPT), root / "home"), control_plane.kubeconfig
+        Engine(bin_dir_of(PULUMI_ENGINE_SCRIPT), root / "home"),
+        control_plane.kubeconfig,
+        control_plane.server,
     )
     setup = a100_setup(root)
     rendered = render(setup.stack_file, root / "render")
     with nodes_for_an_engine(api, setup, rendered):
         project = project_copy(root / "project", {"a100": setup.stack_file})
+        engine.aim(project / "stacks" / "Pulumi.a100.yaml")
         created = engine.run("up", "a100", project)
 
         def another_utilization(config: dict[str, Any]) -> None:

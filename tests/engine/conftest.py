@@ -43,9 +43,16 @@ class Engine:
         return env
 
     def run(
-        self, command: str, stack: str, project: Path, render_dir: Path, program: Path | None = None
+        self,
+        command: str,
+        stack: str,
+        project: Path,
+        render_dir: Path,
+        program: Path | None = None,
+        colo_tree: Path = REPO_ROOT,
     ) -> Outcome:
-        """`program`: a __main__.py of one's own to run instead of colo's."""
+        """`program`: a __main__.py of one's own to run instead of colo's; `colo_tree`: the checkout whose colo
+        package runs (another release's, for a test of an upgrade)."""
         report = project / f"{command}-{stack}.json"
         finished = subprocess.run(
             [
@@ -63,7 +70,7 @@ class Engine:
                 str(report),
                 *(["--program", str(program)] if program else []),
             ],
-            cwd=REPO_ROOT,
+            cwd=colo_tree,
             env=self.environment(),
             capture_output=True,
             text=True,

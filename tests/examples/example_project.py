@@ -14,7 +14,7 @@ from tests.paths import REPO_ROOT
 EXAMPLE = REPO_ROOT / "examples" / "colocated-pair"
 PROJECT = "colo-example"
 STACK = "dev"
-PAIR_TYPE = "colo:pair:CoLocatedPair"
+PAIR_TYPE = "colo:index:ColocatedPair"
 # What a pair that does not fit stops at: past Qwen3-8B-FP8's 40,960 positions.
 TOO_LONG = 65536
 

@@ -64,6 +64,6 @@ def test_a_pair_that_does_not_fit_stops_the_example_before_the_pair_registers_an
     assert not [name for type_, name in declared if type_ == PAIR_TYPE or name.startswith("chat")]
     # What the program declared before the pair stays declared; nothing after it was reached.
     assert declared == [
-        ("colo:model_store:ModelStore", "models"),
+        ("colo:index:ModelStore", "models"),
         ("kubernetes:core/v1:PersistentVolumeClaim", "models"),
     ]

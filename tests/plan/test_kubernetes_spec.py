@@ -38,7 +38,8 @@ def _imported_modules(source: str) -> set[str]:
 
 # Components take the stack schema's pieces as arguments (ServerSpec, Cluster, ...) and validate them as a stack
 # file is validated; how config is loaded (files, the engine's config, the CLI's values) stays in colo.config.
-SCHEMA_MODULES = {"colo.config", "colo.config.schema"}
+# The cluster a stack names (colo.config.cluster_target) is such a piece: what the provider is built from.
+SCHEMA_MODULES = {"colo.config", "colo.config.schema", "colo.config.cluster_target"}
 
 
 # The Kubernetes provider's own settings (kubeconfig, context, renderYamlToDirectory) say how the provider

@@ -125,5 +125,5 @@ def test_the_entry_point_declares_every_stacks_pairs_from_the_fresh_venv(
     assert sorted(declared) == list_stacks()
     for stack, types in declared.items():
         pairs = load_stack(stack).values["pairs"]
-        assert types.count("colo:pair:CoLocatedPair") == len(pairs), stack
+        assert types.count("colo:index:ColocatedPair") == len(pairs), stack
         assert types.count("kubernetes:apps/v1:Deployment") == len(pairs), stack

@@ -42,7 +42,14 @@ def stack_config(**budget: object) -> dict[str, Any]:
     cache) starts first and leaves the LLM the free memory its 0.9 needs, as on the log's idle GPU."""
     return {
         "config": {
-            "colo:cluster": {"name": "colo-verify", "namespace": "colo", "gpuPairing": "uuid-handoff"},
+            "colo:cluster": {
+                "name": "colo-verify",
+                "namespace": "colo",
+                "gpuPairing": "uuid-handoff",
+                # The control plane's context (tests/control_plane); its tests name its API server's port.
+                "kubeconfigContext": "colo-test",
+                "apiServer": "https://127.0.0.1:6443",
+            },
             "colo:nodePool": {
                 "mode": "existing",
                 "gpu": "A100-40GB",

@@ -164,14 +164,15 @@ def test_pooling_models_stay_on_v1_until_every_model_runs_v2() -> None:
 
 def test_only_the_rules_module_parses_or_compares_release_numbers() -> None:
     """Every table keyed by release (quantization names, argument spellings, verify's release check) asks the
-    rules module to order or compare versions; no other module of colo reads version numbers itself."""
+    rules module to order or compare versions, which orders them by the catalog's release_key (below the memory
+    model, for the image catalog too); no other module of colo reads version numbers itself."""
     package = Path(__file__).resolve().parents[2] / "colo"
     readers = {
         path.relative_to(package).as_posix()
         for path in package.rglob("*.py")
         if "packaging.version" in path.read_text() or "packaging import version" in path.read_text()
     }
-    assert readers == {"vllm/rules.py"}
+    assert readers == {"vllm/rules.py", "catalog/releases.py"}
 
 
 def test_a_release_falls_in_the_newest_range_that_starts_at_or_before_it() -> None:

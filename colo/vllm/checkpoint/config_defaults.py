@@ -12,14 +12,14 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
+from colo.catalog.data import parse_yaml
 
 DEFAULTS_FILE = Path(__file__).with_name("config_defaults.yaml")
 
 
 @cache
 def _table() -> dict[str, dict[str, Any]]:
-    data: dict[str, Any] = yaml.safe_load(DEFAULTS_FILE.read_text())
+    data: dict[str, Any] = parse_yaml(DEFAULTS_FILE.read_text())
     return {model_type: dict(entry["defaults"]) for model_type, entry in data.items()}
 
 

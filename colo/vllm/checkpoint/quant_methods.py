@@ -16,9 +16,9 @@ from functools import cache
 from importlib import resources
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from colo.catalog.data import parse_yaml
 from colo.vllm.checkpoint.architecture import ModelArchitecture
 from colo.vllm.checkpoint.quantization import UNQUANTIZED, QuantGroup, QuantizationScheme, WeightFormat
 from colo.vllm.rules import at_least, newest_range_from, release_key
@@ -146,7 +146,7 @@ class LogInformed(BaseModel):
 
 @cache
 def _data() -> dict[str, Any]:
-    loaded: dict[str, Any] = yaml.safe_load(
+    loaded: dict[str, Any] = parse_yaml(
         resources.files("colo.vllm.checkpoint").joinpath(METHODS_FILE).read_text()
     )
     return loaded

@@ -103,7 +103,7 @@ class ProcessSpec:
     skip_mm_profiling: bool = False
     # One pipeline stage of `stage.size` (None: the whole model on this rank's GPU)
     stage: Stage | None = None
-    # None: the catalog's measured constants; a calibration (colo.plan.calibration) supplies observed ones
+    # None: the catalog's measured constants; a calibration (colo.config.calibration) supplies observed ones
     constants: MeasuredConstants | None = None
     calibration: AppliedCalibration | None = None  # what a calibration changed, for the plan to show
 

@@ -57,6 +57,8 @@ var fixtures = []fixture{
 		{key: "cluster.kubernetesVersion", value: "1.34", path: true},
 		{key: "cluster.gpuPairing", value: "time-slice", path: true},
 		{key: "cluster.nativeSidecars", value: "true", path: true},
+		{key: "cluster.kubeconfigContext", value: "kind-colo", path: true},
+		{key: "cluster.apiServer", value: "https://127.0.0.1:6443", path: true},
 		{key: "nodePool.mode", value: "existing", path: true},
 		{key: `nodePool.nodeSelector["nvidia.com/gpu.present"]`, value: "true", path: true},
 		{key: `nodePool.nodeSelector["colo.dev/pool"]`, value: "7", path: true},

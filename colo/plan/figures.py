@@ -1,12 +1,17 @@
-"""A pair's plan as typed figures: what `colo plan --format json` shows for it, read from the same view."""
+"""A pair's plan as typed figures: the numbers its servers will log at startup, read from the plan itself.
+
+`colo plan --format json` (colo.plan.report) derives its pair view from these figures; the components expose
+them as typed outputs. Both read the same plan objects, so they cannot disagree.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from colo.catalog import MIB
 from colo.plan.pair import PairPlan
-from colo.plan.report import pair_view
+from colo.plan.server import Server
+from colo.vllm import in_gib
 
 
 @dataclass(frozen=True)
@@ -30,24 +35,25 @@ class ServerFigures:
     startup_probe_seconds: int  # the startup probe's budget, waiting for earlier servers included
 
     @classmethod
-    def of(cls, view: dict[str, Any]) -> ServerFigures:
-        memory = view["memory"]
+    def of(cls, server: Server) -> ServerFigures:
+        budget = server.memory_plan.budget
+        capacity = budget.capacity
         return cls(
-            role=str(view["role"]),
-            name=view["name"],
-            model=view["model"],
-            image=view["image"],
-            port=view["port"],
-            vllm_args=tuple(view["vllm_args"]),
-            gpu_memory_utilization=memory["gpu_memory_utilization"],
-            utilization_derived=memory["utilization_derived"],
-            weights_gib=memory["weights_gib"],
-            kv_cache_gib=memory["kv_cache_gib"],
-            kv_tokens=memory["kv_tokens"],
-            max_concurrency=memory["max_concurrency"],
-            max_model_len=memory["max_model_len"],
-            footprint_mib=memory["footprint_mib"],
-            startup_probe_seconds=view["startup_probe_seconds"],
+            role=str(server.role),
+            name=server.name,
+            model=server.model,
+            image=server.image,
+            port=server.port,
+            vllm_args=tuple(server.args),
+            gpu_memory_utilization=budget.spec.utilization,
+            utilization_derived=server.memory_plan.utilization_derived,
+            weights_gib=in_gib(budget.weights_bytes),
+            kv_cache_gib=in_gib(budget.kv_bytes),
+            kv_tokens=capacity.tokens if capacity else 0,
+            max_concurrency=round(capacity.max_concurrency, 2) if capacity else 0.0,
+            max_model_len=budget.spec.limits.max_model_len,
+            footprint_mib=round(budget.footprint_bytes / MIB),
+            startup_probe_seconds=server.probe.startup_seconds,
         )
 
 
@@ -62,12 +68,12 @@ class PairFigures:
 
     @classmethod
     def of(cls, pair: PairPlan) -> PairFigures:
-        view = pair_view(pair)
+        gpu_plan = pair.gpu_plan
         return cls(
-            predicted_used_mib=view["predicted_used_mib"],
-            predicted_free_mib=view["predicted_free_mib"],
-            safety_margin_mib=view["safety_margin_mib"],
-            servers=tuple(ServerFigures.of(server) for server in view["servers"]),
+            predicted_used_mib=round(gpu_plan.used_bytes / MIB),
+            predicted_free_mib=round(gpu_plan.free_bytes / MIB),
+            safety_margin_mib=round(gpu_plan.safety_margin_bytes / MIB),
+            servers=tuple(ServerFigures.of(server) for server in pair.servers),
         )
 
     def by_role(self) -> dict[str, ServerFigures]:

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from colo.catalog import MIB
 from colo.config.yaml_safety import UnsafeYaml, load_yaml
 from colo.files import FileRefused, decode_utf8, read_bounded
-from colo.stackfiles import find_project
+from colo.project import find_project
 from colo.vllm import Calibration, ProcessSpec, calibrated
 
 

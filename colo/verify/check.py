@@ -1,0 +1,72 @@
+"""One server's reading held against its plan: what `colo verify` prints for it, and what `--record` may learn."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from colo.plan.pair import PairPlan
+from colo.plan.server import Server
+from colo.verify.compare import ServerCheck, compare
+from colo.verify.metrics import cache_config_info
+from colo.verify.readings import ServerReading
+from colo.verify.record import Observed
+from colo.verify.shared_gpu import with_neighbours
+from colo.verify.startup_log import parse_startup_log
+
+NO_STARTUP_LINES = (
+    "the log holds none of vLLM's startup lines (Model loading took, Available KV cache memory, GPU KV cache "
+    "size, or a startup error): it may be cut, from another program, or from before the engine started"
+)
+
+
+def check_reading(
+    reading: ServerReading, planned: dict[str, tuple[Server, bool]]
+) -> tuple[ServerCheck, Observed | None]:
+    """One server's check, and what `--record` may learn from it (None when nothing was read)."""
+    base = ServerCheck(reading.pair, reading.role, reading.name, reading.source)
+    if reading.name not in planned:
+        known = ", ".join(name.replace("-", "/", 1) for name in planned) or "none"
+        return replace(
+            base, unread=f"the plan has no server {reading.pair}/{reading.role} (planned: {known})"
+        ), None
+    server, first_in_pod = planned[reading.name]
+    if reading.unread is not None or reading.log_text is None:
+        return replace(base, unread=reading.unread or "no log"), None
+    log = parse_startup_log(reading.log_text)
+    if not log.has_startup_lines:
+        return replace(base, unread=NO_STARTUP_LINES), None
+    cache = cache_config_info(reading.metrics_text) if reading.metrics_text else None
+    notes: tuple[str, ...] = (
+        (f"{log.ranks} tensor-parallel ranks logged; per-rank figures are the worst rank's",)
+        if log.ranks > 1
+        else ()
+    )
+    if log.serving_error is not None:
+        notes += (f"started, then failed while serving: {log.serving_error.text}",)
+    if log.utilization_cap is not None:
+        cap = log.utilization_cap
+        notes += (
+            f"vLLM warned that gpu_memory_utilization={cap.utilization:g} caps it at {cap.cap_gib:g} GiB, "
+            f"keeping {cap.withheld_gib:g} GiB of free memory out of its KV cache: on a shared GPU that cap is "
+            "what leaves its neighbours their memory",
+        )
+    if log.extensible_disabled is not None:
+        notes += (f"vLLM sized its KV cache from profiling estimates: {log.extensible_disabled}",)
+    check = replace(
+        base,
+        results=compare(server.memory_plan.budget, log, cache, release=server.vllm_version),
+        error=log.error.describe() if log.error else None,
+        notes=notes,
+    )
+    return check, Observed(server, first_in_pod, reading, log)
+
+
+def neighbour_checks(
+    checked: list[tuple[ServerCheck, Observed | None]], pairs: Sequence[PairPlan]
+) -> list[ServerCheck]:
+    """The checks, each with the neighbours started before it on its GPU that hold more than planned while it
+    got less (colo.verify.neighbours)."""
+    gpus = [[(server.name, server.memory_plan.budget) for server in pair.servers] for pair in pairs]
+    logs = {item.server.name: item.log for _, item in checked if item is not None}
+    return with_neighbours([check for check, _ in checked], gpus, logs)
