@@ -30,6 +30,8 @@ class VllmRelease(TypedDict):
     version: NotRequired[str]
     image: NotRequired[str]
     build: NotRequired[VllmBuild]
+    flashinfer_sampler: NotRequired[bool]
+    assume_rules_of: NotRequired[str]
 
 
 class Server(TypedDict):
@@ -55,6 +57,9 @@ class Server(TypedDict):
     cudagraph_capture_sizes: NotRequired[list[int]]
     gpu_memory_utilization: NotRequired[float]
     kv_cache_memory_bytes: NotRequired[int]
+    tensor_parallel_size: NotRequired[int]
+    group_gpu: NotRequired[int]
+    mps_active_thread_percentage: NotRequired[int]
     vllm: NotRequired[VllmRelease]
     extra_args: NotRequired[list[str]]
     cpu: NotRequired[str]
