@@ -415,7 +415,8 @@ def _shared_gpu_notes(server: ServerPlan) -> tuple[str, ...]:
         notes.append(
             f"vLLM will warn that gpu_memory_utilization={b.spec.utilization} keeps {withheld / 1024**3:.2f} GiB "
             f"of free device memory out of this server's KV cache and suggest leaving it unset: expected here, "
-            f"that memory is the slack the other servers on this GPU need to restart into their slots"
+            f"that memory is what this server may grow by under load and the slack its neighbours need to "
+            f"restart into their slots"
         )
     return tuple(notes)
 
