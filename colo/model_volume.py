@@ -13,3 +13,12 @@ COMPLETE_MARKER = ".colo-complete"  # written last by colo.aws.weight_sync: the 
 def weights_dir(pair: str, role: str) -> str:
     """Where a server's weights copied from weightsUri live on the model volume."""
     return f"{MODEL_ROOT}/{pair}/{role}"
+
+
+# vLLM's compile caches (colo.plan.compile_cache): beside the weights, out of the weight sync's way.
+COMPILE_CACHE_ROOT = ".vllm-cache"
+
+
+def compile_cache_dir(pair: str, role: str, key: str) -> str:
+    """A server's compile cache on the model volume, relative to its root (a volume subPath)."""
+    return f"{COMPILE_CACHE_ROOT}/{pair}-{role}/{key}"

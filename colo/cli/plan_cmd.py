@@ -10,6 +10,7 @@ from colo.cli.common import ExitCode, add_stack_arguments, load_config, read_sta
 from colo.cli.terminal import terminal_width, unicode_output
 from colo.config import StackConfig
 from colo.plan.budget_bars import PairPicture, pair_picture
+from colo.plan.compile_cache import FIRST_START
 from colo.plan.picture import GIB, PROCESS_KINDS, ProcessBar, hundredths_of_gib, terminal_lines
 from colo.plan.report import plan_view
 from colo.plan.stack import Plan, make_plan
@@ -145,11 +146,15 @@ def _pair_lines(pair: dict[str, Any], picture: PairPicture, markdown: bool, widt
                 f"read from the Hub ({server['name']}): {source['repo_id']} at commit {source['commit']} ({pin})"
             )
         lines += [f"note ({server['name']}): {note}" for note in server["memory"]["notes"]]
+        if server["compile_cache"]:
+            lines.append(f"compile cache ({server['name']}): {server['compile_cache']['where']}")
         if server["memory"]["calibration"]:
             lines.append(
                 f"calibrated ({server['name']}): {_calibration_text(server['memory']['calibration'])}"
             )
         lines.append(f"{server['name']} ({server['image']}): vllm serve {json.dumps(server['vllm_args'])}")
+    if any(server["compile_cache"] for server in pair["servers"]):
+        lines.append(f"note: {FIRST_START}")
     return lines
 
 

@@ -17,6 +17,9 @@ from colo.plan.server import Server
 from colo.plan.weight_sync_step import WeightSyncStep
 
 CACHE_DIR = "/cache"  # HOME, Hugging Face, vLLM, torch.compile and Triton caches all land here
+# Where a server's compile-cache directory of the model volume is mounted (colo.plan.compile_cache); VLLM_CACHE_ROOT
+# points there, and vLLM puts the Inductor and Triton caches under it.
+COMPILE_CACHE_DIR = "/vllm-cache"
 HEALTH_PATH = "/health"
 # With an API key set, vLLM's AuthenticationMiddleware asks for it only on paths under these prefixes
 # ("/v1" up to 0.21; "/v1", "/v2", "/inference" from 0.22; "/cohere" too from 0.27: vllm <version>
@@ -49,7 +52,8 @@ SHM_VOLUME, CACHE_VOLUME, TMP_VOLUME, MODELS_VOLUME, SCRIPTS_VOLUME = (
 def shared_volumes(
     model_claim: pulumi.Input[str], scripts_config_map: pulumi.Input[str] | None, *, models_writable: bool
 ) -> list[k8s.core.v1.VolumeArgs]:
-    """`models_writable` only where a weight sync writes the volume; servers mount it read-only anyway."""
+    """`models_writable` only where a weight sync or a compile cache writes the volume; servers mount the weights
+    read-only anyway."""
     volumes = [
         k8s.core.v1.VolumeArgs(
             name=SHM_VOLUME,
@@ -73,14 +77,23 @@ def shared_volumes(
     return volumes
 
 
-def server_mounts(uses_scripts: bool, *, shm: bool = True) -> list[k8s.core.v1.VolumeMountArgs]:
-    """`shm=False` where the GPU's driver mounts /dev/shm itself (colo.components.mps_daemon)."""
+def server_mounts(
+    uses_scripts: bool, *, shm: bool = True, compile_cache: str | None = None
+) -> list[k8s.core.v1.VolumeMountArgs]:
+    """`shm=False` where the GPU's driver mounts /dev/shm itself (colo.components.mps_daemon). The weights stay
+    read-only; `compile_cache`, a directory of the same volume, is the one place a server writes there."""
     mounts = [
         *([k8s.core.v1.VolumeMountArgs(name=SHM_VOLUME, mount_path="/dev/shm")] if shm else []),
         k8s.core.v1.VolumeMountArgs(name=CACHE_VOLUME, mount_path=CACHE_DIR),
         k8s.core.v1.VolumeMountArgs(name=TMP_VOLUME, mount_path="/tmp"),
         k8s.core.v1.VolumeMountArgs(name=MODELS_VOLUME, mount_path=MODEL_ROOT, read_only=True),
     ]
+    if compile_cache:
+        mounts.append(
+            k8s.core.v1.VolumeMountArgs(
+                name=MODELS_VOLUME, mount_path=COMPILE_CACHE_DIR, sub_path=compile_cache
+            )
+        )
     if uses_scripts:
         mounts.append(
             k8s.core.v1.VolumeMountArgs(name=SCRIPTS_VOLUME, mount_path=SCRIPTS_DIR, read_only=True)
@@ -117,11 +130,15 @@ class SecretRef:
     key: str
 
 
-def server_env(secrets: Sequence[SecretRef]) -> list[k8s.core.v1.EnvVarArgs]:
+def server_env(
+    secrets: Sequence[SecretRef], compile_cache: str | None = None
+) -> list[k8s.core.v1.EnvVarArgs]:
+    """`compile_cache`: the server's directory on the model volume; None leaves vLLM's cache under HOME."""
     env = [
         k8s.core.v1.EnvVarArgs(name="HOME", value=CACHE_DIR),
         k8s.core.v1.EnvVarArgs(name="XDG_CACHE_HOME", value=CACHE_DIR),
         k8s.core.v1.EnvVarArgs(name="HF_HOME", value=f"{CACHE_DIR}/huggingface"),
+        *([k8s.core.v1.EnvVarArgs(name="VLLM_CACHE_ROOT", value=COMPILE_CACHE_DIR)] if compile_cache else []),
         k8s.core.v1.EnvVarArgs(name="VLLM_NO_USAGE_STATS", value="1"),
         k8s.core.v1.EnvVarArgs(name="DO_NOT_TRACK", value="1"),
     ]

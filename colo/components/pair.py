@@ -69,6 +69,11 @@ def scanner_exceptions(pair: PairPlan, reads_secrets: bool) -> dict[str, str] | 
     return {f"checkov.io/skip{i}": exception for i, exception in enumerate(found, start=1)} or None
 
 
+def _compile_cache(server: Server) -> str | None:
+    """The server's compile-cache directory on the model volume, where the plan gave it one."""
+    return server.compile_cache.sub_path if server.compile_cache is not None else None
+
+
 def start_gate(earlier: list[Server]) -> list[str]:
     """Command prefix that waits for each earlier server, each within its own startup budget."""
     if not earlier:
@@ -204,7 +209,7 @@ class ColocatedPair(pulumi.ComponentResource):
             args=list(server.args),
             ports=[k8s.core.v1.ContainerPortArgs(name=server.role, container_port=server.port)],
             env=[
-                *server_env(list(self._args.secrets)),
+                *server_env(list(self._args.secrets), _compile_cache(server)),
                 *gpu.env,
                 *(k8s.core.v1.EnvVarArgs(name=name, value=value) for name, value in server.env),
             ],
@@ -218,7 +223,11 @@ class ColocatedPair(pulumi.ComponentResource):
             liveness_probe=running_probe(server),
             security_context=container_security_context(),
             volume_mounts=[
-                *server_mounts(bool(gate) or gpu.uses_scripts, shm=not gpu.shm_from_gpu),
+                *server_mounts(
+                    bool(gate) or gpu.uses_scripts,
+                    shm=not gpu.shm_from_gpu,
+                    compile_cache=_compile_cache(server),
+                ),
                 *gpu.mounts,
             ],
             restart_policy="Always" if sidecar else None,
@@ -235,7 +244,8 @@ class ColocatedPair(pulumi.ComponentResource):
         # container still hands its device to the first server that asks (see gpu_pairing.uuid_handoff).
         syncs = [weight_sync_container(step) for step in pair.weight_syncs]
         account = pair.service_account
-        volumes = shared_volumes(self._args.model_claim, self._scripts, models_writable=bool(syncs))
+        caches = any(_compile_cache(server) for server in pair.servers)
+        volumes = shared_volumes(self._args.model_claim, self._scripts, models_writable=bool(syncs) or caches)
         return k8s.core.v1.PodSpecArgs(
             init_containers=[*syncs, *gpu.init_containers, *sidecars] or None,
             containers=app,

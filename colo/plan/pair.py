@@ -17,6 +17,7 @@ from colo.config.calibration import calibrate
 from colo.config.schema import Budget, Pair, ServerSpec, StackConfig, Storage
 from colo.errors import Problem
 from colo.model_volume import weights_dir
+from colo.plan.compile_cache import compile_cache
 from colo.plan.compute_sharing import (
     THREAD_ENV,
     PairSharing,
@@ -456,6 +457,14 @@ def assemble_pair(
             vllm_env(ready) + mps_env(config, ready),
             model_source(ready),
             ready.hub is not None and ready.hub.gated,
+            compile_cache(
+                pair_name,
+                ready.role,
+                ready.spec.vllm.version,
+                ready.spec.vllm.resolved_image,
+                server_args,
+                volume_writable=config.storage.access_mode != "ReadOnlyMany",
+            ),
         )
         for ready, memory_plan, server_args, probe in zip(
             checked, gpu_plan.servers, args, probes, strict=True

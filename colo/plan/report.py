@@ -41,6 +41,9 @@ def server_view(server: Server) -> dict[str, Any]:
         "startup_probe_seconds": server.probe.startup_seconds,
         "startup_probe_breakdown": server.probe.breakdown,
         "vllm_args": list(server.args),
+        "compile_cache": None
+        if server.compile_cache is None
+        else {"sub_path": server.compile_cache.sub_path, "where": server.compile_cache.where},
     }
 
 

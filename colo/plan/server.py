@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from colo.plan.compile_cache import CompileCache
 from colo.plan.probes import ProbeBudget
 from colo.roles import Role
 from colo.vllm import ServerPlan
@@ -44,6 +45,9 @@ class Server:
     env: tuple[tuple[str, str], ...] = ()  # environment variables the server's vLLM reads
     source: ModelSource = ModelSource("catalog")
     hub_gated: bool = False  # a Hub read found the repository gated
+    compile_cache: CompileCache | None = (
+        None  # where vLLM's compile cache lives (None: in the pod, unplanned)
+    )
 
     @property
     def accepts_gpu_uuid(self) -> bool:

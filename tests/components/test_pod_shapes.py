@@ -216,7 +216,7 @@ def test_deployment_recreates_replaces_first_and_waits_as_long_as_the_plan_says(
         assert options.custom_timeouts["update"] == options.custom_timeouts["create"]
 
 
-def test_pods_are_unprivileged_with_shm_and_a_read_only_model_volume(
+def test_pods_are_unprivileged_with_shm_and_read_only_weights(
     checked_in_run: Callable[[str, bool], ProgramRun],
 ) -> None:
     for spec in _pods(checked_in_run("prod", False)):
@@ -224,7 +224,8 @@ def test_pods_are_unprivileged_with_shm_and_a_read_only_model_volume(
         assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
         volumes = {v["name"]: v for v in spec["volumes"]}
         assert volumes["dshm"]["emptyDir"]["medium"] == "Memory"
-        assert volumes["models"]["persistentVolumeClaim"] == {"claimName": "models", "readOnly": True}
+        # Writable at the volume for the compile caches alone (colo.plan.compile_cache); every weight mount is not.
+        assert volumes["models"]["persistentVolumeClaim"] == {"claimName": "models"}
         for container in containers_in_start_order(spec):
             security = container["securityContext"]
             assert security["allowPrivilegeEscalation"] is False
@@ -232,6 +233,10 @@ def test_pods_are_unprivileged_with_shm_and_a_read_only_model_volume(
             mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
             if container["name"] != "gpu-uuid":
                 assert mounts["/models"]["readOnly"] is True
+                writable = [
+                    m for m in container["volumeMounts"] if m["name"] == "models" and not m.get("readOnly")
+                ]
+                assert [m["subPath"].split("/")[0] for m in writable] == [".vllm-cache"]
                 assert "/dev/shm" in mounts
                 assert (
                     container["resources"]["limits"]["memory"] == container["resources"]["requests"]["memory"]

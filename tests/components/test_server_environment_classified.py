@@ -18,7 +18,11 @@ def test_colo_sets_no_vllm_environment_variable_it_has_not_classified() -> None:
     assert {"VLLM_USE_FLASHINFER_SAMPLER", "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "VLLM_API_KEY"} <= set(
         env.derived
     )
-    set_by_containers = {v.name for v in server_env([SecretRef("VLLM_API_KEY", "secret", "key")])}
+    set_by_containers = {
+        v.name
+        for v in server_env([SecretRef("VLLM_API_KEY", "secret", "key")], compile_cache=".vllm-cache/x")
+    }
+    assert "VLLM_CACHE_ROOT" in set_by_containers
     assert {name for name in set_by_containers if name.startswith("VLLM_")} <= classified
     raw = copy.deepcopy(load_stack("local").values)
     llm = raw["pairs"][0]["llm"]
