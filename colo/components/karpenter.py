@@ -19,12 +19,11 @@ import pulumi_kubernetes as k8s
 from colo.components.contract import token
 from colo.components.errors import refused
 from colo.components.labels import colo_labels
-from colo.config import assemble_stack_config
+from colo.components.pool_plan import argument_path, feasible_plan
 from colo.config.schema import Budget, Cluster, NodePool, Pair, StackConfig, Storage
-from colo.errors import ColoError, ConfigError, InfeasiblePlanError, Problem
+from colo.errors import ColoError, ConfigError, Problem
 from colo.plan.capacity import EC2_NODE_CLASS_API, NODE_POOL_API, CapacitySpec, capacity_spec
-from colo.plan.stack import Plan, make_plan
-from colo.profiles import s3_profile_reader
+from colo.plan.stack import Plan
 
 COMPONENT = "KarpenterNodePool"
 # First released under this scheme: no earlier type to alias.
@@ -59,27 +58,11 @@ class KarpenterNodePoolArgs:
         )
 
 
-def _argument_path(path: str) -> str:
-    return path.removeprefix("colo:")
-
-
 def capacity_plan(name: str, args: KarpenterNodePoolArgs, plan: Plan | None = None) -> CapacitySpec:
     """The objects' plan, from the plan of the pairs (`plan`, where the program planned its stack already; else
     planned here); a refusal (ProgramError) where that plan is refused or the mode is not Karpenter's."""
     try:
-        if plan is None:
-            config = assemble_stack_config(
-                cluster=args.cluster,
-                node_pool=args.node_pool,
-                storage=args.storage,
-                budget=args.budget,
-                pairs=list(args.pairs),
-                hub_token=args.hub_token,
-                project_dir=args.project_dir,
-            )
-            plan = make_plan(config, s3_profile=s3_profile_reader(config))
-        if not plan.feasible:
-            raise InfeasiblePlanError(list(plan.problems))
+        plan = feasible_plan(args, plan)
         spec = capacity_spec(plan)
         if spec is None:
             raise ConfigError(
@@ -92,7 +75,7 @@ def capacity_plan(name: str, args: KarpenterNodePoolArgs, plan: Plan | None = No
             )
         return spec
     except ColoError as error:
-        raise refused(f"{COMPONENT} {name}", error, _argument_path) from None
+        raise refused(f"{COMPONENT} {name}", error, argument_path) from None
 
 
 class KarpenterNodePool(pulumi.ComponentResource):

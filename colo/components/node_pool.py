@@ -12,13 +12,12 @@ import pulumi_aws as aws
 
 from colo.components.contract import renamed, token
 from colo.components.errors import refused
-from colo.config import assemble_stack_config
+from colo.components.pool_plan import argument_path, feasible_plan
 from colo.config.schema import Budget, Cluster, NodePool, Pair, StackConfig, Storage
-from colo.errors import ColoError, ConfigError, InfeasiblePlanError
+from colo.errors import ColoError, ConfigError
 from colo.plan.instance_check import ReportedGpus, gpu_mismatch_problems
 from colo.plan.node_pool import NodePoolSpec, node_pool_spec
-from colo.plan.stack import Plan, make_plan
-from colo.profiles import s3_profile_reader
+from colo.plan.stack import Plan
 
 COMPONENT = "GpuNodePool"
 
@@ -80,27 +79,10 @@ def node_pool_plan(name: str, args: GpuNodePoolArgs, plan: Plan | None = None) -
     else planned here); a refusal (ProgramError) where that plan is refused."""
     label = f"{COMPONENT} {name}"
     try:
-        if plan is None:
-            config = assemble_stack_config(
-                cluster=args.cluster,
-                node_pool=args.node_pool,
-                storage=args.storage,
-                budget=args.budget,
-                pairs=list(args.pairs),
-                hub_token=args.hub_token,
-                project_dir=args.project_dir,
-            )
-            plan = make_plan(config, s3_profile=s3_profile_reader(config))
-        if not plan.feasible:
-            raise InfeasiblePlanError(list(plan.problems))
+        plan = feasible_plan(args, plan)
         return node_pool_spec(plan.config, plan)
     except ColoError as error:
-        raise refused(label, error, _argument_path) from None
-
-
-def _argument_path(path: str) -> str:
-    """A stack config path as the argument it names: colo:nodePool.gpu -> nodePool.gpu."""
-    return path.removeprefix("colo:")
+        raise refused(label, error, argument_path) from None
 
 
 class GpuNodePool(pulumi.ComponentResource):
@@ -211,7 +193,7 @@ class GpuNodePool(pulumi.ComponentResource):
             )
             problems = gpu_mismatch_problems(spec.gpu, spec.gpus_per_node, answer)
             if problems:
-                raise refused(f"{COMPONENT} {self._name}", ConfigError(problems), _argument_path)
+                raise refused(f"{COMPONENT} {self._name}", ConfigError(problems), argument_path)
             return spec.instance_type
 
         return reported.apply(verify)
