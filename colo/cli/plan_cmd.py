@@ -140,21 +140,24 @@ def _pair_lines(pair: dict[str, Any], picture: PairPicture, markdown: bool, widt
     if pair.get("compute_sharing"):
         lines += pair["compute_sharing"]["lines"]
     for server in pair["servers"]:
-        if (source := server["model_source"])["kind"] == "hub":
-            pin = f"revision {source['revision']}" if source["revision"] else "main, unpinned"
-            lines.append(
-                f"read from the Hub ({server['name']}): {source['repo_id']} at commit {source['commit']} ({pin})"
-            )
-        lines += [f"note ({server['name']}): {note}" for note in server["memory"]["notes"]]
-        if server["compile_cache"]:
-            lines.append(f"compile cache ({server['name']}): {server['compile_cache']['where']}")
-        if server["memory"]["calibration"]:
-            lines.append(
-                f"calibrated ({server['name']}): {_calibration_text(server['memory']['calibration'])}"
-            )
-        lines.append(f"{server['name']} ({server['image']}): vllm serve {json.dumps(server['vllm_args'])}")
+        lines += _server_lines(server)
     if any(server["compile_cache"] for server in pair["servers"]):
         lines.append(f"note: {FIRST_START}")
+    return lines
+
+
+def _server_lines(server: dict[str, Any]) -> list[str]:
+    """Where its model was read, its notes, its compile cache, its calibration and its `vllm serve` line."""
+    name, lines = server["name"], []
+    if (source := server["model_source"])["kind"] == "hub":
+        pin = f"revision {source['revision']}" if source["revision"] else "main, unpinned"
+        lines.append(f"read from the Hub ({name}): {source['repo_id']} at commit {source['commit']} ({pin})")
+    lines += [f"note ({name}): {note}" for note in server["memory"]["notes"]]
+    if server["compile_cache"]:
+        lines.append(f"compile cache ({name}): {server['compile_cache']['where']}")
+    if server["memory"]["calibration"]:
+        lines.append(f"calibrated ({name}): {_calibration_text(server['memory']['calibration'])}")
+    lines.append(f"{name} ({server['image']}): vllm serve {json.dumps(server['vllm_args'])}")
     return lines
 
 

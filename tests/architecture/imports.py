@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import ast
-import json
-import subprocess
-import sys
+import gc
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -49,16 +47,15 @@ def _read_imports() -> tuple[Import, ...]:
 
 @cache
 def colo_imports() -> tuple[Import, ...]:
-    # CPython 3.11.7's ast.parse can fail for the rest of a process once some earlier test left its AST
-    # recursion counter out of step ("AST constructor recursion depth mismatch"; seen after the node-pool
-    # tests in one process). A fresh interpreter reads the same imports.
+    # As in tests/test_complexity.py: a finalizer of an earlier test's garbage run mid-parse breaks CPython
+    # 3.11's AST recursion bookkeeping (SystemError "AST constructor recursion depth mismatch"); collect that
+    # garbage once, then keep the collector off while parsing.
+    gc.collect()
+    gc.disable()
     try:
         return _read_imports()
-    except SystemError:
-        code = "import dataclasses, json; from tests.architecture.imports import _read_imports; "
-        code += "print(json.dumps([dataclasses.astuple(i) for i in _read_imports()]))"
-        found = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, check=True)
-        return tuple(Import(*row) for row in json.loads(found.stdout))
+    finally:
+        gc.enable()
 
 
 def reaching_into(package: str, imports: tuple[Import, ...], modules: frozenset[str]) -> list[Import]:

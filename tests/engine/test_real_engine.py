@@ -126,9 +126,19 @@ def test_a_changed_max_model_len_previews_a_change_to_the_one_deployment_only(
     deployments = [step for step in kubernetes_steps(deployed.up) if step.type == DEPLOYMENT]
     assert [(step.type, step.urn) for step in changed] == [(DEPLOYMENT, deployments[0].urn)]
     assert changed[0].op in {"update", "replace"}
-    llm_args = list(colo_objects["Deployment/colo/chat"]["spec"]["template"]["spec"]["containers"][0]["args"])
-    value_at = llm_args.index("--max-model-len") + 1
-    assert changed[0].diffs == (f"spec.template.spec.containers[0].args[{value_at}]",)
+    llm = colo_objects["Deployment/colo/chat"]["spec"]["template"]["spec"]["containers"][0]
+    value_at = list(llm["args"]).index("--max-model-len") + 1
+    # max_model_len shapes the compiled graphs (vLLM hashes it), so the LLM's compile cache moves to a new
+    # directory of the model volume with it (colo.plan.compile_cache); nothing else changes.
+    (cache_at,) = [
+        i
+        for i, mount in enumerate(llm["volumeMounts"])
+        if mount.get("subPath", "").startswith(".vllm-cache/")
+    ]
+    assert set(changed[0].diffs) == {
+        f"spec.template.spec.containers[0].args[{value_at}]",
+        f"spec.template.spec.containers[0].volumeMounts[{cache_at}].subPath",
+    }
     assert f'~ [{value_at}]: "32768" => "40960"' in preview.output
 
 
