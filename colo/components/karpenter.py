@@ -19,7 +19,7 @@ import pulumi_kubernetes as k8s
 from colo.components.contract import token
 from colo.components.errors import refused
 from colo.components.labels import colo_labels
-from colo.components.pool_plan import argument_path, feasible_plan
+from colo.components.pool_plan import argument_path, feasible_plan, stack_pieces
 from colo.config.schema import Budget, Cluster, NodePool, Pair, StackConfig, Storage
 from colo.errors import ColoError, ConfigError, Problem
 from colo.plan.capacity import EC2_NODE_CLASS_API, NODE_POOL_API, CapacitySpec, capacity_spec
@@ -47,15 +47,7 @@ class KarpenterNodePoolArgs:
 
     @classmethod
     def of_stack(cls, config: StackConfig) -> KarpenterNodePoolArgs:
-        return cls(
-            pairs=config.pairs,
-            cluster=config.cluster,
-            node_pool=config.node_pool,
-            storage=config.storage,
-            budget=config.budget,
-            hub_token=config.hub_token.get_secret_value() if config.hub_token else None,
-            project_dir=config.project_dir,
-        )
+        return cls(**stack_pieces(config))
 
 
 def capacity_plan(name: str, args: KarpenterNodePoolArgs, plan: Plan | None = None) -> CapacitySpec:

@@ -12,7 +12,7 @@ import pulumi_aws as aws
 
 from colo.components.contract import renamed, token
 from colo.components.errors import refused
-from colo.components.pool_plan import argument_path, feasible_plan
+from colo.components.pool_plan import argument_path, feasible_plan, stack_pieces
 from colo.config.schema import Budget, Cluster, NodePool, Pair, StackConfig, Storage
 from colo.errors import ColoError, ConfigError
 from colo.plan.instance_check import ReportedGpus, gpu_mismatch_problems
@@ -64,13 +64,7 @@ class GpuNodePoolArgs:
         return cls(
             cluster_name=config.cluster.name,
             subnet_ids=list(config.node_pool.subnet_ids),
-            pairs=config.pairs,
-            cluster=config.cluster,
-            node_pool=config.node_pool,
-            storage=config.storage,
-            budget=config.budget,
-            hub_token=config.hub_token.get_secret_value() if config.hub_token else None,
-            project_dir=config.project_dir,
+            **stack_pieces(config),
         )
 
 

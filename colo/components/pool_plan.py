@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypedDict
 
 from colo.config import assemble_stack_config
-from colo.config.schema import Budget, Cluster, NodePool, Pair, Storage
+from colo.config.schema import Budget, Cluster, NodePool, Pair, StackConfig, Storage
 from colo.errors import InfeasiblePlanError
 from colo.plan.stack import Plan, make_plan
 from colo.profiles import s3_profile_reader
@@ -31,6 +31,31 @@ class StackPieces(Protocol):
     def hub_token(self) -> str | None: ...
     @property
     def project_dir(self) -> Path | None: ...
+
+
+class StackPieceArgs(TypedDict):
+    """The StackPieces of a stack config, as keyword arguments of a capacity component's args."""
+
+    pairs: Sequence[Pair]
+    cluster: Cluster
+    node_pool: NodePool
+    storage: Storage
+    budget: Budget
+    hub_token: str | None
+    project_dir: Path | None
+
+
+def stack_pieces(config: StackConfig) -> StackPieceArgs:
+    """The pieces of `config` a capacity component plans from (colo's own program declares its capacity so)."""
+    return StackPieceArgs(
+        pairs=config.pairs,
+        cluster=config.cluster,
+        node_pool=config.node_pool,
+        storage=config.storage,
+        budget=config.budget,
+        hub_token=config.hub_token.get_secret_value() if config.hub_token else None,
+        project_dir=config.project_dir,
+    )
 
 
 def feasible_plan(pieces: StackPieces, plan: Plan | None) -> Plan:
