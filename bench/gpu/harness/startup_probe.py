@@ -47,6 +47,16 @@ SITE_MARKERS = ("/vllm/", "/triton/", "/torch/_inductor/", "/flashinfer/")
 BENCHMARK_MARKERS = ("triton/testing.py", "_inductor/runtime/benchmarking.py", "triton/runtime/autotuner.py")
 CU_LIMIT_STACK_SIZE = 0
 
+# The startup steps of either model runner (V1's module up to 0.33, V2's), wrapped under the same names.
+RUNNER_METHODS = (
+    "load_model",
+    "profile_run",
+    "_dummy_run",
+    "_dummy_sampler_run",
+    "_dummy_pooler_run",
+    "profile_cudagraph_memory",
+    "capture_model",
+)
 # module -> class -> methods wrapped (names absent from a release are skipped)
 TARGETS: dict[str, dict[str, tuple[str, ...]]] = {
     "vllm.v1.worker.gpu_worker": {
@@ -58,28 +68,8 @@ TARGETS: dict[str, dict[str, tuple[str, ...]]] = {
             "compile_or_warm_up_model",
         )
     },
-    "vllm.v1.worker.gpu_model_runner": {
-        "GPUModelRunner": (
-            "load_model",
-            "profile_run",
-            "_dummy_run",
-            "_dummy_sampler_run",
-            "_dummy_pooler_run",
-            "profile_cudagraph_memory",
-            "capture_model",
-        )
-    },
-    "vllm.v1.worker.gpu.model_runner": {
-        "GPUModelRunner": (
-            "load_model",
-            "profile_run",
-            "_dummy_run",
-            "_dummy_sampler_run",
-            "_dummy_pooler_run",
-            "profile_cudagraph_memory",
-            "capture_model",
-        )
-    },
+    "vllm.v1.worker.gpu_model_runner": {"GPUModelRunner": RUNNER_METHODS},
+    "vllm.v1.worker.gpu.model_runner": {"GPUModelRunner": RUNNER_METHODS},
 }
 
 
