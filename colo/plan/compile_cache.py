@@ -25,6 +25,7 @@ from colo.model_volume import compile_cache_dir
 
 # Flags (each with one value) left out of the key: see the module docstring.
 UNKEYED_FLAGS = ("--gpu-memory-utilization", "--kv-cache-memory-bytes", "--host", "--port")
+_UNKEYED_JOINED = tuple(f"{flag}=" for flag in UNKEYED_FLAGS)  # the --flag=value spelling
 KEY_DIGITS = 12
 # Our H100 run of vLLM 0.22.0 (bench/gpu/results/2026-12-07-h100-vllm-0.22.0.md): the first start with an empty
 # cache against a warm restart of the same flags.
@@ -52,7 +53,7 @@ def keyed_args(args: Sequence[str]) -> list[str]:
             skip_value = False
         elif arg in UNKEYED_FLAGS:
             skip_value = True
-        elif not arg.startswith(tuple(f"{flag}=" for flag in UNKEYED_FLAGS)):
+        elif not arg.startswith(_UNKEYED_JOINED):
             kept.append(arg)
     return kept
 
