@@ -15,6 +15,8 @@ import pytest
 from tests.built_tools import CONTROL_PLANE_SCRIPT, KWOK_STAGES, PROMETHEUS_CRDS, absence, bin_dir_of
 from tests.control_plane.api import Api, wait_until
 from tests.control_plane.cluster import ControlPlane, ServerLogs
+from tests.control_plane.stacks import StackOnCluster
+from tests.control_plane.workloads import Probes
 from tests.verify.conftest import EMBEDDER_AS_PLANNED, REAL_LOG, excerpt
 from tests.verify.test_verify_cluster import METRICS
 
@@ -98,3 +100,13 @@ def prometheus_crds(api: Api) -> list[str]:
     wait_until(established, 60, "the prometheus-operator CRDs to be established")
     api.dynamic.resources.invalidate_cache()  # discovery must see the new kinds
     return names
+
+
+@pytest.fixture
+def probes(api: Api, stack: StackOnCluster) -> Iterator[Probes]:
+    """Probe pods beside the `stack` of the test's module, removed after the test."""
+    made = Probes(api, stack)
+    try:
+        yield made
+    finally:
+        made.remove()

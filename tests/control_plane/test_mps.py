@@ -74,15 +74,6 @@ def stack(
         remove(api, on_cluster)
 
 
-@pytest.fixture
-def probes(api: Api, stack: StackOnCluster) -> Iterator[Probes]:
-    made = Probes(api, stack)
-    try:
-        yield made
-    finally:
-        made.remove()
-
-
 def _pod_specs(stack: StackOnCluster) -> list[dict[str, Any]]:
     return [d["spec"]["template"]["spec"] for d in stack.of_kind("Deployment")]
 

@@ -47,15 +47,6 @@ def stack(
         remove(api, on_cluster)
 
 
-@pytest.fixture
-def probes(api: Api, stack: StackOnCluster) -> Iterator[Probes]:
-    made = Probes(api, stack)
-    try:
-        yield made
-    finally:
-        made.remove()
-
-
 def test_the_api_server_accepts_every_object_colo_renders(stack: StackOnCluster) -> None:
     record(
         f"{stack.setup.name}-admitted",

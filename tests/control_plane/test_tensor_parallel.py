@@ -79,15 +79,6 @@ def stack(
         remove(api, on_cluster)
 
 
-@pytest.fixture
-def probes(api: Api, stack: StackOnCluster) -> Iterator[Probes]:
-    made = Probes(api, stack)
-    try:
-        yield made
-    finally:
-        made.remove()
-
-
 def _plan_of(setup: StackSetup, directory: Path) -> dict[str, Any]:
     """Which GPU of the group the plan put each companion on, and the utilizations it sized."""
     stack_file = setup.stack_file_in(directory)
