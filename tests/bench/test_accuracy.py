@@ -114,6 +114,7 @@ def test_a_log_colo_cannot_size_is_skipped_with_the_reason() -> None:
             _log("elsewhere", model="example/not-in-the-catalog"),
             _log("dev", vllm_version="0.26.1rc1.dev608+g99a10304d"),
             _log("which_a100", gpu="NVIDIA A100", gpu_total_gib=None),
+            _log("which_h20", gpu="H20 (as the report names it)", gpu_total_gib=None),
             {**_log("excluded"), "usable": False, "excluded_because": "GPU not named"},
         ]
     ).skipped
@@ -122,6 +123,7 @@ def test_a_log_colo_cannot_size_is_skipped_with_the_reason() -> None:
     assert "example/not-in-the-catalog" in reasons["elsewhere"]
     assert "not a release" in reasons["dev"]
     assert "A100-40GB" in reasons["which_a100"] and "A100-80GB" in reasons["which_a100"]
+    assert "H20-96GB" in reasons["which_h20"] and "H20-141GB" in reasons["which_h20"]  # sold in two sizes
     assert reasons["excluded"] == "not usable: GPU not named"
 
 
