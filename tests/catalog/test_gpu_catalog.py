@@ -37,6 +37,7 @@ RAW: dict[str, Any] = yaml.safe_load(resources.files("colo.catalog").joinpath("g
         ("NVIDIA A100-SXM4-80GB", "A100-80GB"),
         ("NVIDIA A100 80GB PCIe", "A100-80GB"),
         ("NVIDIA A100-PCIE-40GB", "A100-40GB"),
+        ("NVIDIA A800-SXM4-80GB", "A800-80GB"),
         ("NVIDIA H100 PCIe", "H100-PCIe"),
         ("NVIDIA H100 NVL", "H100-NVL"),
         ("NVIDIA H200", "H200"),
