@@ -557,6 +557,35 @@ def coverage(results: Results) -> list[str]:
     return lines
 
 
+# Why a log is not sized, by its reason's words (the Skip messages above and EstimateRefused's, which start with
+# the argument to blame): a marker the lower-cased reason starts with (^) or holds.
+SKIP_KINDS = (
+    ("^not usable:", "excluded by the dataset (the log lacks what sizing needs)"),
+    ("^v0 engine", "a V0 engine"),
+    ("is not a release", "a development build (no release's rules)"),
+    ("is not in colo's model catalog", "a model outside the catalog with no public copy of its files"),
+    ("^gpu", "a GPU name that fits several cards, or none, and no printed total"),
+    ("^quantization:", "a --quantization name the release does not take"),
+    ("^speculative config", "a speculative method colo does not read"),
+    ("^max_model_len:", "a context vLLM itself refuses"),
+)
+
+
+def skip_kind(reason: str) -> str:
+    """The kind of reason a log was not sized, as SKIP_KINDS names it ("other" for none of them)."""
+    text = reason.lower()
+    for marker, kind in SKIP_KINDS:
+        if text.startswith(marker[1:]) if marker.startswith("^") else marker in text:
+            return kind
+    return "other"
+
+
+def not_sized(results: Results) -> list[str]:
+    """Every log not sized, counted by the kind of its reason (`--verbose` lists each one's own)."""
+    kinds = Counter(skip_kind(reason) for _, reason in results.skipped)
+    return [f"  {n:3} {kind}" for kind, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
 def _details(results: Results) -> list[str]:
     lines = []
     for group, comparisons in results.comparisons.items():
@@ -630,6 +659,8 @@ def report(title: str, entries: list[Mapping[str, Any]], informed: set[str], ver
         print("\n".join(_details(headline) + _details(flagged)))
         print("\nNot sized:")
         print("\n".join(f"  {entry_id}: {reason}" for entry_id, reason in headline.skipped))
+    print(f"\nNot sized ({len(headline.skipped)} logs; --verbose gives each one's reason):")
+    print("\n".join(not_sized(headline)))
     print("\nCoverage of the headline logs:")
     print("\n".join(coverage(headline)))
     if flagged.facts:

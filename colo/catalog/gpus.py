@@ -83,12 +83,14 @@ class _Entry:
     segment: Segment
     aliases: tuple[str, ...]
     measured_context: bool
+    device_name_alias: bool  # False: the device name's words name another card too (found only in full)
 
 
 @dataclass(frozen=True)
 class _Catalog:
     gpus: dict[str, GpuSpec]
     aliases: dict[frozenset[str], str]  # normalised alias -> GPU name
+    device_names: dict[str, str]  # nvidia-smi's name, written in full (see _spelled) -> GPU name
     alias_text: dict[str, tuple[str, ...]]  # GPU name -> its aliases as written in gpus.yaml
     largest_context: GpuSpec  # the GPU with the largest measured context (unknown GPUs take its figure)
     largest_sm: GpuSpec
@@ -161,7 +163,26 @@ def _entry(name: str, raw: Mapping[str, Any], gap: tuple[int, str], cublas: int)
     # A device name two cards share (the RTX 4060 Ti's 8 and 16 GB) is an alias of the one that states it.
     named = (str(raw["device_name"]),) if raw.get("device_name_alias", True) else ()
     aliases = (name, *named, *(str(a) for a in raw.get("aliases") or ()))
-    return _Entry(spec, raw["segment"], aliases, "context_mib" in raw)
+    return _Entry(
+        spec, raw["segment"], aliases, "context_mib" in raw, bool(raw.get("device_name_alias", True))
+    )
+
+
+def _spelled(name: str) -> str:
+    """A name as written, only its case and runs of spaces set aside: how a device name is matched in full."""
+    return " ".join(name.lower().split())
+
+
+def _device_names(entries: Mapping[str, _Entry]) -> dict[str, str]:
+    """nvidia-smi's name of each GPU, in full. Where two cards print one name (the RTX 4060 Ti's 8 and 16 GB), it
+    finds the one whose entry claims it; a name only one card prints finds that card even where its words alone
+    name others too ("NVIDIA H20", while the bare "H20" names both H20s)."""
+    found: dict[str, str] = {}
+    for name, entry in entries.items():
+        key = _spelled(entry.spec.device_name)
+        if key not in found or entry.device_name_alias:
+            found[key] = name
+    return found
 
 
 def _with_class_context(entries: dict[str, _Entry]) -> dict[str, GpuSpec]:
@@ -206,6 +227,7 @@ def parse_catalog(data: Mapping[str, Any]) -> _Catalog:
     return _Catalog(
         gpus=_with_class_context(entries),
         aliases=aliases,
+        device_names=_device_names(entries),
         alias_text={name: entry.aliases for name, entry in entries.items()},
         largest_context=max(measured, key=lambda g: g.context_bytes),
         largest_sm=max((entry.spec for entry in entries.values()), key=lambda g: g.sm_count),
@@ -228,9 +250,11 @@ def gpu_aliases(name: str) -> tuple[str, ...]:
 
 
 def gpu_candidates(name: str) -> tuple[str, ...]:
-    """The catalog GPUs a name may mean: the one it is an alias of, else every GPU one of whose aliases
-    holds all its words ("A100" -> both A100s), else none."""
+    """The catalog GPUs a name may mean: the one whose nvidia-smi name it is, written in full, or the one it is an
+    alias of, else every GPU one of whose aliases holds all its words ("A100" -> both A100s), else none."""
     catalog = _catalog()
+    if _spelled(name) in catalog.device_names:
+        return (catalog.device_names[_spelled(name)],)
     words = normalise(name)
     if words in catalog.aliases:
         return (catalog.aliases[words],)
@@ -248,7 +272,8 @@ def gpu(name: str) -> GpuSpec:
     """The catalog GPU `name` is an alias of; refuses a name that fits several GPUs, or none."""
     catalog = _catalog()
     candidates = gpu_candidates(name)
-    if len(candidates) == 1 and normalise(name) in catalog.aliases:
+    named = normalise(name) in catalog.aliases or _spelled(name) in catalog.device_names
+    if len(candidates) == 1 and named:
         return catalog.gpus[candidates[0]]
     if len(candidates) == 1:
         raise GpuLookupError(

@@ -13,7 +13,9 @@ from bench.accuracy import (
     arguments,
     coverage,
     informed_ids,
+    not_sized,
     run,
+    skip_kind,
     split,
     summarize,
     table,
@@ -114,6 +116,7 @@ def test_a_log_colo_cannot_size_is_skipped_with_the_reason() -> None:
             _log("elsewhere", model="example/not-in-the-catalog"),
             _log("dev", vllm_version="0.26.1rc1.dev608+g99a10304d"),
             _log("which_a100", gpu="NVIDIA A100", gpu_total_gib=None),
+            _log("which_h20", gpu="H20 (as the report names it)", gpu_total_gib=None),
             {**_log("excluded"), "usable": False, "excluded_because": "GPU not named"},
         ]
     ).skipped
@@ -122,7 +125,25 @@ def test_a_log_colo_cannot_size_is_skipped_with_the_reason() -> None:
     assert "example/not-in-the-catalog" in reasons["elsewhere"]
     assert "not a release" in reasons["dev"]
     assert "A100-40GB" in reasons["which_a100"] and "A100-80GB" in reasons["which_a100"]
+    assert "H20-96GB" in reasons["which_h20"] and "H20-141GB" in reasons["which_h20"]  # sold in two sizes
     assert reasons["excluded"] == "not usable: GPU not named"
+
+
+def test_every_log_not_sized_is_counted_under_the_kind_of_its_reason() -> None:
+    skipped = run(
+        [
+            _log("v0", engine="V0"),
+            _log("elsewhere", model="example/not-in-the-catalog"),
+            _log("dev", vllm_version="0.26.1rc1.dev608+g99a10304d"),
+            _log("which_h20", gpu="H20", gpu_total_gib=None),
+            {**_log("excluded"), "usable": False, "excluded_because": "GPU not named"},
+        ]
+    )
+    kinds = [skip_kind(reason) for _, reason in skipped.skipped]
+    assert "other" not in kinds and len(set(kinds)) == 5
+    assert skip_kind("not usable: a V0 engine, GPU not named") == skip_kind("not usable: anything")
+    lines = not_sized(skipped)
+    assert len(lines) == 5 and all(line.strip().startswith("1 ") for line in lines)
 
 
 def test_an_unnamed_gpu_with_a_printed_total_and_capability_is_sized_by_them() -> None:

@@ -37,6 +37,7 @@ RAW: dict[str, Any] = yaml.safe_load(resources.files("colo.catalog").joinpath("g
         ("NVIDIA A100-SXM4-80GB", "A100-80GB"),
         ("NVIDIA A100 80GB PCIe", "A100-80GB"),
         ("NVIDIA A100-PCIE-40GB", "A100-40GB"),
+        ("NVIDIA A800-SXM4-80GB", "A800-80GB"),
         ("NVIDIA H100 PCIe", "H100-PCIe"),
         ("NVIDIA H100 NVL", "H100-NVL"),
         ("NVIDIA H200", "H200"),
@@ -48,7 +49,8 @@ RAW: dict[str, Any] = yaml.safe_load(resources.files("colo.catalog").joinpath("g
         ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "RTX-PRO-6000"),
         ("NVIDIA GeForce RTX 5090", "RTX-5090"),
         ("NVIDIA RTX A5000", "RTX-A5000"),
-        ("NVIDIA H20", "H20"),
+        ("NVIDIA H20", "H20-96GB"),
+        ("NVIDIA H20-3e", "H20-141GB"),
         ("NVIDIA GeForce RTX 4060 Ti", "RTX-4060-Ti-8GB"),
     ],
 )
@@ -92,6 +94,7 @@ def test_every_alias_a_gpu_lists_finds_that_gpu() -> None:
         ("A100", {"A100-40GB", "A100-80GB"}),
         ("H100", {"H100-PCIe", "H100-SXM", "H100-NVL"}),
         ("RTX 6000", {"RTX-6000-Ada", "RTX-PRO-6000"}),
+        ("H20", {"H20-96GB", "H20-141GB"}),
     ],
 )
 def test_a_name_that_fits_several_gpus_is_refused_listing_them(name: str, candidates: set[str]) -> None:
@@ -161,6 +164,25 @@ def test_cards_sold_under_one_name_with_different_memory_are_told_apart_or_take_
     assert gpu("NVIDIA GeForce RTX 4060 Ti").name == "RTX-4060-Ti-8GB"  # the name both print: the smaller
     assert gpu("GH200").cuda_total_bytes == (97871 - 1103) * MIB
     assert gpu("H100 NVL").cuda_total_bytes != gpu("H100 SXM").cuda_total_bytes
+    # NVIDIA sells a 96 GB and a 141 GB "H20": nvidia-smi's own name finds each, the bare product name neither
+    assert gpu("NVIDIA H20").name == "H20-96GB" and gpu("nvidia  h20").name == "H20-96GB"
+    assert gpu("NVIDIA H20-3e").cuda_total_bytes > gpu("NVIDIA H20").cuda_total_bytes
+
+
+def test_a_device_name_matches_in_full_only_so_its_words_alone_stay_ambiguous() -> None:
+    """The name "NVIDIA H20" is one card's nvidia-smi name; "H20", or the name with a word changed, is not."""
+    for name in ("H20", "Nvidia H20 card"):
+        with pytest.raises(GpuLookupError):
+            gpu(name)
+    assert gpu_candidates("NVIDIA H20") == ("H20-96GB",)
+
+
+def test_the_rtx_pro_6000s_total_is_cudas_reading_and_ecc_takes_no_gddr7_capacity() -> None:
+    """cudaMemGetInfo's total on an RTX PRO 6000 Blackwell Server Edition (101,973,950,464 bytes) is nvidia-smi's
+    97887 MiB less the 638 MiB it reserves; ECC-on cards show the same 97887 MiB (gpus.yaml sources)."""
+    spec = gpu("NVIDIA RTX PRO 6000 Blackwell Server Edition")
+    assert spec.cuda_total_bytes == 101_973_950_464 // MIB * MIB == (97887 - 638) * MIB
+    assert spec.nvidia_smi_total_mib == 97887
 
 
 def test_a_cuda_total_derived_from_nvidia_smi_subtracts_the_largest_measured_gap_and_says_so() -> None:

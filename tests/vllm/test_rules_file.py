@@ -124,6 +124,13 @@ def test_a100s_keep_the_small_batch_defaults_despite_their_memory() -> None:
     assert (h100.max_num_batched_tokens, h100.max_num_seqs) == (8192, 1024)
 
 
+def test_the_a100_exception_is_by_name_so_the_80_gb_a800_takes_the_large_defaults() -> None:
+    """get_batch_defaults tests `"a100" not in device_name` (vllm 0.13.0 engine/arg_utils.py): the same
+    compute-capability-8.0 board sold as the A800 is not excluded."""
+    a800 = process("Qwen/Qwen3-8B", "A800-80GB", "0.13.0").limits
+    assert (a800.max_num_batched_tokens, a800.max_num_seqs) == (8192, 1024)
+
+
 @pytest.mark.parametrize(
     ("version", "architecture", "moe", "quantized", "hybrid", "v2"),
     [

@@ -68,6 +68,7 @@ class _Range(BaseModel):
     kv_cache_dtypes: tuple[str, ...] | None = None
     kv_auto_follows_modelopt: bool | None = None
     torch: str | None = None
+    triton_kernels_vendored: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,7 @@ class QuantRelease:
     kv_cache_dtypes: tuple[str, ...]
     kv_auto_follows_modelopt: bool
     torch: str
+    triton_kernels_vendored: bool
 
     def torch_at_least(self, wanted: str) -> bool:
         return at_least(self.torch, wanted)

@@ -122,14 +122,14 @@ def mxfp4_expert_dims(layout: Layout, hidden: int, inter: int) -> tuple[int, int
     """gpt-oss experts: (hidden, intermediate) after the MXFP4 backend's padding, and bias bytes per element.
 
     `vllm 0.10.1 / 0.14.0 model_executor/layers/quantization/mxfp4.py::Mxfp4MoEMethod.create_weights` and
-    `get_mxfp4_backend`: Blackwell (SM100) with FlashInfer pads both to 256; Hopper with torch >= 2.8 runs the
-    Triton kernels (intermediate to 64, fp32 biases), whose Hopper swizzle (torch >= 2.8.1) pads further in
-    triton_kernels (log-informed, quant_methods.yaml); everything else runs Marlin (intermediate to 128, hidden
-    to 256)."""
+    `get_mxfp4_backend`: Blackwell (SM100) with FlashInfer pads both to 256; Hopper with torch >= 2.8 and the
+    triton_kernels package (vendored from 0.12.0, absent from earlier wheels and images) runs the Triton kernels
+    (intermediate to 64, fp32 biases), whose Hopper swizzle (torch >= 2.8.1) pads further in triton_kernels
+    (log-informed, quant_methods.yaml); everything else runs Marlin (intermediate to 128, hidden to 256)."""
     capability, release = layout.capability, layout.release
     if 100 <= capability < 110:
         return _round_up(hidden, 256), _round_up(inter, 256), layout.dtype_bytes
-    if capability == 90 and release.torch_at_least("2.8.0"):
+    if capability == 90 and release.torch_at_least("2.8.0") and release.triton_kernels_vendored:
         if release.torch_at_least("2.8.1"):
             hidden = _round_up(hidden, log_informed()["mxfp4_hopper_swizzle_hidden_multiple"].value)
         return hidden, _round_up(inter, 64), 4

@@ -145,6 +145,15 @@ def test_gpt_oss_mxfp4_gets_its_own_name_from_0_20() -> None:
     assert resolve_quantization(scheme, None, vllm_version="0.20.0", model_type="other").method == "mxfp4"
 
 
+@pytest.mark.parametrize(
+    ("version", "vendored"),
+    [("0.10.1", False), ("0.11.0", False), ("0.11.2", False), ("0.12.0", True), ("0.33.0", True)],
+)
+def test_vllm_carries_triton_kernels_itself_only_from_0_12(version: str, vendored: bool) -> None:
+    """Before 0.12 has_triton_kernels finds only the external package, which no wheel or official image installs."""
+    assert quant_release(version).triton_kernels_vendored is vendored
+
+
 def test_online_fp8_on_a_full_precision_checkpoint_until_0_31() -> None:
     resolved = resolve_quantization(UNQUANTIZED, "fp8", vllm_version="0.30.0")
     assert resolved.method == "fp8" and resolved.scheme.online

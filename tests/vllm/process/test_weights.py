@@ -180,7 +180,9 @@ GPT_OSS = {
     [
         ("A100", (8, 0), "0.19.0", 3072, 2944),  # Marlin: intermediate to 128, hidden to 256
         ("H100-SXM", (9, 0), "0.10.1", 3072, 2944),  # torch 2.7.1: Marlin on Hopper too
-        ("H100-SXM", (9, 0), "0.11.0", 2880, 2880),  # Triton, torch 2.8.0: unswizzled
+        ("H100-SXM", (9, 0), "0.11.0", 3072, 2944),  # torch 2.8.0, but no triton_kernels: Marlin
+        ("H100-SXM", (9, 0), "0.11.2", 3072, 2944),  # torch 2.9.0, still no triton_kernels: Marlin
+        ("H100-SXM", (9, 0), "0.12.0", 3072, 2880),  # vendored triton_kernels: Triton, swizzled
         ("H100-SXM", (9, 0), "0.14.0", 3072, 2880),  # Triton, swizzled (log-informed padding)
         ("B200", (10, 0), "0.14.0", 3072, 3072),  # FlashInfer: both to 256
     ],
@@ -192,7 +194,7 @@ def test_gpt_oss_experts_are_padded_by_the_mxfp4_backend_of_gpu_and_release(
     spec = replace(gpu("H100-SXM"), name=gpu_name, compute_capability=capability)
     experts = estimate_weights(arch, gpu=spec, vllm_version=version).detail["experts"]
     weights = 3 * hidden * inter
-    bias = 4 if (gpu_name, version) in {("H100-SXM", "0.11.0"), ("H100-SXM", "0.14.0")} else 2
+    bias = 4 if (gpu_name, version) in {("H100-SXM", "0.12.0"), ("H100-SXM", "0.14.0")} else 2
     assert experts == 2 * 32 * (weights // 2 + weights // 32 + bias * (2 * inter + hidden))
 
 
