@@ -1,7 +1,7 @@
 """Size every server of a GPU run with colo's estimator at the flags it ran with, beside what vLLM logged.
 
     python bench/gpu/graph_check.py bench/gpu/results/2026-12-02-h200-dense-logs.tar.gz [...] [--json OUT]
-        [--gpu H100-SXM] [--release 0.22.0]
+        [--gpu H100-SXM] [--release 0.22.0] [--torch 2.11.0+cu130]
 
 The plans of a run derive each server's utilization from colo's figures of the day, so after a change to a
 figure the plan no longer matches the run. This script reads each server's own arguments from its log
@@ -30,6 +30,7 @@ from colo.vllm import EstimateRequest, estimate
 
 GPU = "H200"
 RELEASE = "0.22.0"
+TORCH = "2.11.0+cu130"  # the PyTorch the wheel set installs for 0.22.0 (README.md), whose non-torch state is measured
 _ARGS = re.compile(r"non-default args: (\{.*\})")
 _FREE = re.compile(r"worker init memory snapshot: .*?free_memory=([\d.]+)GiB")
 
@@ -45,7 +46,9 @@ def server_arguments(text: str) -> dict[str, Any]:
     return parsed
 
 
-def request_for(text: str, *, gpu: str = GPU, release: str = RELEASE) -> EstimateRequest:
+def request_for(
+    text: str, *, gpu: str = GPU, release: str = RELEASE, torch: str | None = TORCH
+) -> EstimateRequest:
     args = server_arguments(text)
     return EstimateRequest(
         model=str(args["model"]),
@@ -58,6 +61,7 @@ def request_for(text: str, *, gpu: str = GPU, release: str = RELEASE) -> Estimat
         enforce_eager=bool(args.get("enforce_eager")),
         pooling=args.get("runner") == "pooling",
         flashinfer_installed=False,  # the runs set VLLM_USE_FLASHINFER_SAMPLER=0 and carried no FlashInfer
+        torch_release=torch,
     )
 
 
@@ -65,9 +69,11 @@ def _gib(value: int) -> float:
     return round(value / GIB, 2)
 
 
-def check(name: str, text: str, *, gpu: str = GPU, release: str = RELEASE) -> dict[str, Any]:
+def check(
+    name: str, text: str, *, gpu: str = GPU, release: str = RELEASE, torch: str | None = TORCH
+) -> dict[str, Any]:
     logged = log_figures(text)
-    result = estimate(request_for(text, gpu=gpu, release=release))
+    result = estimate(request_for(text, gpu=gpu, release=release, torch=torch))
     b = result.budget
     kv_logged = logged.get("kv_pool_gib")
     return {
@@ -132,8 +138,12 @@ def main() -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--gpu", default=GPU, help=f"the run's GPU as colo's catalog names it ({GPU})")
     parser.add_argument("--release", default=RELEASE, help=f"the vLLM release the run installed ({RELEASE})")
+    parser.add_argument("--torch", default=TORCH, help=f"the PyTorch build the run installed ({TORCH})")
     args = parser.parse_args()
-    rows = [check(name, text, gpu=args.gpu, release=args.release) for name, text in servers(args.archives)]
+    rows = [
+        check(name, text, gpu=args.gpu, release=args.release, torch=args.torch)
+        for name, text in servers(args.archives)
+    ]
     print("each cell: colo / vLLM's log")
     print(table(rows))
     if args.json:

@@ -28,11 +28,14 @@ UNKEYED_FLAGS = ("--gpu-memory-utilization", "--kv-cache-memory-bytes", "--host"
 _UNKEYED_JOINED = tuple(f"{flag}=" for flag in UNKEYED_FLAGS)  # the --flag=value spelling
 KEY_DIGITS = 12
 # Our H100 run of vLLM 0.22.0 (bench/gpu/results/2026-12-07-h100-vllm-0.22.0.md): the first start with an empty
-# cache against a warm restart of the same flags.
+# cache against a warm restart of the same flags; bge-m3's cold capture (docs/vllm-memory-rules.md §5a: a model
+# without a KV cache skips the memory profile, so its first forward and compile run inside capture_model).
 FIRST_START = (
     "a first start of new flags compiles cold and gets a smaller KV pool until its next restart (H100, vLLM "
     "0.22.0: -1.5 % for Qwen3-14B, -5 % for Qwen3-Embedding-0.6B; vllm #54383: about 5 %; #54122: far more); "
-    "the plan's KV figures are a warm start's"
+    "a server without a KV cache (an encoder-only embedder) compiles inside its CUDA-graph capture, which then "
+    "holds the compiler's scratch until it ends (bge-m3: 0.61 GiB against 0.12 warm); the plan's KV and graph "
+    "figures are a warm start's"
 )
 
 

@@ -18,6 +18,11 @@ NO_STARTUP_LINES = (
     "the log holds none of vLLM's startup lines (Model loading took, Available KV cache memory, GPU KV cache "
     "size, or a startup error): it may be cut, from another program, or from before the engine started"
 )
+COLD_COMPILE = (
+    'torch.compile ran on an empty compile cache ("Compiling a graph for ..."): the activation peak, and for a '
+    "model without a KV cache the CUDA-graph capture, hold the compiler's scratch, which the plan (a warm "
+    "start's) does not; a restart on the cache this start filled is the start to compare"
+)
 
 
 def check_reading(
@@ -53,6 +58,8 @@ def check_reading(
         )
     if log.extensible_disabled is not None:
         notes += (f"vLLM sized its KV cache from profiling estimates: {log.extensible_disabled}",)
+    if log.compile_cache == "cold":
+        notes += (COLD_COMPILE,)
     check = replace(
         base,
         results=compare(server.memory_plan.budget, log, cache, release=server.vllm_version),

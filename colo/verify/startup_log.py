@@ -43,6 +43,11 @@ Each pattern below is the logger call of the releases that print it (vLLM 0.10.1
   0.34 (the V2 runner, the only one left, logs "Model loading took %s GiB memory"; the summary line is still
   printed, before the measured sizing, its "kv cache memory in use" the profiled figure).
 
+- whether torch.compile ran on an empty compile cache: "Compiling a graph for compile range %s takes %.2f s"
+  (cold) or "Directly load the compiled graph(s) for compile range %s from the cache" (warm),
+  compilation/backends.py in 0.22.0-0.34.0. A cold start's activation peak, and a model without a KV cache's
+  capture, hold the compiler's scratch, which colo's plan (a warm start's) does not.
+
 A tensor-parallel run logs the per-rank lines once per rank: weights and graphs keep the largest rank's
 figure, the KV pool the smallest (vLLM sizes every rank to the smallest pool).
 """
@@ -161,6 +166,8 @@ _SERVING = re.compile(r"Application startup complete")
 # tokens to ensure that attention page size is >= mamba page size." (also "... so the quantized primary KV
 # page covers ..." where skipped layers pad it further); the last one logged is the size the engine runs.
 _ATTENTION_BLOCK = re.compile(r"Setting attention block size to (\d+) tokens")
+_COMPILED_COLD = re.compile(r"Compiling a graph for (?:compile range|dynamic shape|general shape)")
+_COMPILED_WARM = re.compile(r"Directly load the compiled graph\(s\) for ")
 
 ErrorKind = Literal[
     "free_memory", "kv_too_small", "no_kv_memory", "out_of_memory", "exception", "engine_failed"
@@ -263,6 +270,9 @@ class StartupLog:
     kv_profiled_gib: float | None = None  # "Available KV cache memory" where the pool was measured after it
     utilization_cap: UtilizationCap | None = None
     extensible_disabled: str | None = None  # why vLLM 0.34 sized this server from estimates instead
+    compile_cache: Literal["cold", "warm"] | None = (
+        None  # how torch.compile found its cache (None: not logged)
+    )
 
     @property
     def has_startup_lines(self) -> bool:
@@ -443,6 +453,12 @@ def _split_at_serving(text: str) -> tuple[str, str]:
     return (text, "") if match is None else (text[: match.start()], text[match.start() :])
 
 
+def _compile_cache(text: str) -> Literal["cold", "warm"] | None:
+    if _COMPILED_COLD.search(text):
+        return "cold"
+    return "warm" if _COMPILED_WARM.search(text) else None
+
+
 def _attention_block_size(text: str) -> int | None:
     sizes = [int(match.group(1)) for match in _ATTENTION_BLOCK.finditer(text)]
     return sizes[-1] if sizes else None
@@ -486,4 +502,5 @@ def parse_startup_log(text: str) -> StartupLog:
         kv_profiled_gib=profiled,
         utilization_cap=_utilization_cap(startup),
         extensible_disabled=_extensible_disabled(startup),
+        compile_cache=_compile_cache(startup),
     )

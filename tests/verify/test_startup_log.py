@@ -134,6 +134,18 @@ def test_a_server_sized_from_estimates_says_why_the_extensible_cache_was_off() -
     assert parse_startup_log(imex).extensible_disabled == "without an IMEX channel"
 
 
+def test_a_compile_on_an_empty_cache_is_told_from_a_load_from_the_cache() -> None:
+    # 0.22.0 compilation/backends.py, as the H100 run of 2026-12-07 logged them
+    cold = "(EngineCore pid=906) INFO [compilation/backends.py:393] Compiling a graph for compile range (1, 8192) takes 5.34 s"
+    warm = (
+        "(EngineCore pid=2565) INFO [compilation/backends.py:292] Directly load the compiled graph(s) for compile "
+        "range (1, 8192) from the cache, took 1.386 s"
+    )
+    assert parse_startup_log(cold).compile_cache == "cold"
+    assert parse_startup_log(warm).compile_cache == "warm"
+    assert parse_startup_log("INFO Model loading took 1.12 GiB memory").compile_cache is None
+
+
 def test_a_0_34_kv_cache_too_small_after_warm_up_fails_before_its_pool_is_settled() -> None:
     text = "\n".join(
         [

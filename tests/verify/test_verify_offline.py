@@ -10,6 +10,7 @@ import pytest
 
 from colo.cli import main
 from colo.verify import readings
+from colo.verify.check import COLD_COMPILE
 from tests.verify.conftest import REAL_LOG, excerpt
 
 
@@ -99,6 +100,22 @@ def test_a_server_that_started_and_then_failed_while_serving_starts_with_a_note(
     assert server["notes"] == [
         "started, then failed while serving: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 400.00 MiB."
     ]
+
+
+def test_a_start_that_compiled_on_an_empty_cache_says_its_scratch_is_in_the_figures(
+    stack: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "chat-llm.log"
+    log.write_text(
+        excerpt(REAL_LOG)
+        + "\n(EngineCore pid=2) INFO [compilation/backends.py:393] Compiling a graph for compile range (1, 8192) "
+        + "takes 31.02 s"
+    )
+    _, out, _ = _verify(
+        capsys, "--config", str(stack), "--log", str(log), "--server", "chat/llm", "--format", "json"
+    )
+    (server,) = json.loads(out)["servers"]
+    assert server["notes"] == [COLD_COMPILE]
 
 
 def test_a_directory_of_logs_reads_every_server_and_says_which_could_not_be_read(

@@ -28,13 +28,13 @@ WITHIN = "within"
 # or is: a real gap of the memory model.
 EXPECTED: dict[tuple[str, str], dict[str, str]] = {
     ("h200-dense", "dense"): {
-        # The pooling model's activation peak at 8192 batched tokens is 0.32 GiB logged, 0.17 planned (inside
-        # its own tolerance), and the KV pool left over is 9.8 % smaller than planned: a gap of the model.
-        "dense-embedding": "kv_pool",
+        # The embedding started on an empty compile cache: its activation peak is 0.32 GiB logged against the
+        # 0.23 colo plans for a warm start (inside the term's tolerance), and its KV pool 4.5 % below the plan.
+        "dense-embedding": WITHIN,
         "dense-llm": WITHIN,
     },
-    ("h200-toolarge", "dense"): {"toolarge-embedding": "kv_pool", "toolarge-llm": WITHIN},
-    ("h200-eager", "dense"): {"eager-embedding": "kv_pool", "eager-llm": WITHIN},
+    ("h200-toolarge", "dense"): {"toolarge-embedding": WITHIN, "toolarge-llm": WITHIN},
+    ("h200-eager", "dense"): {"eager-embedding": WITHIN, "eager-llm": WITHIN},
     ("h200-moe", "moe"): {
         "moe-embedding": WITHIN,
         "moe-reranker": WITHIN,

@@ -5,10 +5,37 @@ pass for `min(max_num_seqs, tokens)` rows. The forward and the sampler are separ
 (the Triton top-k/top-p buffer, which stays cached) is added to whichever is larger. Attention kernels' own
 workspaces are not in the figure (vLLM skips attention metadata while profiling).
 
+Two allocations outlive the pass they are made in:
+
+* The cuBLAS workspace. PyTorch allocates it through its caching allocator at a handle's first matmul on a
+  stream, and keeps it (`aten/src/ATen/cuda/CublasHandlePool.cpp::setWorkspaceForHandle`, `getNewWorkspace`:
+  32 MiB on compute capability 9, 8 MiB + 128 KiB below). Up to 0.32 nothing runs a matmul before the profile,
+  so its first matmul allocates the workspace inside the measured peak; from 0.33 `Worker.init_device` runs
+  `torch.mm` before the startup snapshot and the workspace is baseline (`vllm 0.33.0 v1/worker/gpu_worker.py`).
+* A compiled model's attention output. torch.compile splits the model at each attention (or linear-attention
+  mixer) op; the output buffer the attention op writes is an input of the next piece (o_proj, the MLP, the
+  next layer's projections), and the code that stitches the pieces deletes a piece's inputs only after the
+  piece returns (`vllm 0.22.0 .. 0.34.0 compilation/codegen.py::generate_execution_code_with_name`, `del_after`
+  the last consumer; FX's generated code did the same before). So the output, [tokens, heads x head dim], is
+  alive through the whole MLP. Inside a piece Inductor lowers the rotary embedding and q/k norms natively
+  (custom ops are off under Inductor): they write new q and k buffers while the fused qkv output, whose v is a
+  view, stays alive. In eager mode the output dies with the attention module's frame and rotary runs in place,
+  but Python frames hold what Inductor would free: a dense MLP's gate_up output is a local of
+  `MLP.forward` while the down projection writes its result, and the normed input a local of the decoder
+  layer's forward (`vllm 0.22.0 model_executor/models/qwen3.py`, `llama.py`), so one more hidden-sized tensor
+  is alive than compiled code keeps beside the gate_up output.
+
 Tensor parallelism shards only what vLLM shards: the MLP's intermediate, the query heads and the KV heads.
 The residual stream is whole on every rank, and so are the logits: `LogitsProcessor._gather_logits`
 all-gathers them and every rank runs the full-vocabulary sampler (`vllm 0.8.0 .. 0.33.0
 model_executor/layers/logits_processor.py`, `Platform.use_all_gather` is true under V1).
+
+Pooling models skip the sampler. `_dummy_pooler_run` runs each pooling task the model supports on the whole
+batch's hidden states (`vllm 0.22.0 v1/worker/gpu_model_runner.py::_dummy_pooler_run_task`; 0.34
+`v1/worker/gpu/pool/pooling_runner.py::dummy_pooler_run`); an embedding model supports `token_embed`
+(`model_executor/layers/pooler/special.py::DispatchPooler.for_embedding`), whose output is every token's
+hidden state in the pooler's head dtype (float32) beside the hidden states it came from. That pass stays far
+below the forward's peak.
 """
 
 from __future__ import annotations
@@ -16,6 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from colo.vllm.checkpoint.architecture import ModelArchitecture
+from colo.vllm.process.cudagraph import cublas_workspace_bytes
 from colo.vllm.process.kv_cache import kv_heads_per_rank
 from colo.vllm.process.pipeline import Stage
 from colo.vllm.rules import SamplerBytesPerLogit, VllmRules
@@ -130,11 +158,23 @@ class ActivationPeak:
     mm_encoder_bytes: int = (
         0  # the encoder's own forward peak, which comes first (colo.vllm.process.mm_profile)
     )
+    workspace_bytes: int = 0  # the cuBLAS workspace the profile's first matmul allocates and keeps
+
+    @property
+    def kept_bytes(self) -> int:
+        """What the profile allocated and still holds when it ends."""
+        return self.persistent_bytes + self.workspace_bytes
 
     @property
     def peak_bytes(self) -> int:
         text = self.persistent_bytes + self.mm_kept_bytes + max(self.forward_bytes, self.sampler_bytes)
-        return max(self.mm_encoder_bytes, text)
+        return self.workspace_bytes + max(self.mm_encoder_bytes, text)
+
+
+def profile_workspace_bytes(rules: VllmRules, compute_capability: tuple[int, int]) -> int:
+    """The cuBLAS workspace the profile's first matmul allocates: none where the release made it before its
+    startup snapshot (module docstring)."""
+    return 0 if rules.cublas_in_baseline else cublas_workspace_bytes(compute_capability)
 
 
 def _mlp_live_elements(arch: ModelArchitecture, tokens: int, tp: int) -> int:
@@ -151,14 +191,31 @@ def _mlp_live_elements(arch: ModelArchitecture, tokens: int, tp: int) -> int:
     return max(experts + shared, dense) + tokens * m.num_experts * 2  # fp32 router logits = 2 elements
 
 
-def _attention_live_elements(arch: ModelArchitecture, tokens: int, tp: int) -> int:
+def _attention_live_elements(arch: ModelArchitecture, tokens: int, tp: int, compiled: bool) -> int:
+    """The fused qkv output and the attention output; compiled, also the new q and k the native rotary
+    embedding writes beside the qkv output (module docstring)."""
     head_dim = arch.global_head_dim or arch.head_dim
     q = arch.num_attention_heads * head_dim // tp
     kv = 2 * kv_heads_per_rank(arch.global_num_kv_heads or arch.num_kv_heads, tp) * head_dim
     if arch.gdn is not None:
         g = arch.gdn
         q = max(q, (2 * g.num_key_heads * g.key_head_dim + 2 * g.num_value_heads * g.value_head_dim) // tp)
-    return tokens * (2 * q + kv)
+    rotated = q + kv // 2 if compiled and not arch.encoder_only else 0  # BERT-style models have no rotary
+    return tokens * (2 * q + kv + rotated)
+
+
+def _mixer_output_elements(arch: ModelArchitecture, tokens: int, tp: int) -> int:
+    """The buffer one layer's attention (or Gated DeltaNet) op writes, [tokens, heads x value head dim]."""
+    if arch.mla is not None:
+        width = arch.num_attention_heads * arch.mla.v_head_dim
+    else:
+        width = arch.num_attention_heads * max(arch.head_dim, arch.global_head_dim or 0)
+    if arch.gdn is not None:
+        width = max(width, arch.gdn.num_value_heads * arch.gdn.value_head_dim)
+    return tokens * (width // tp)
+
+
+POOLER_HEAD_BYTES = 4  # PoolerConfig / ModelConfig.head_dtype: float32 unless the model says otherwise
 
 
 def activation_peak(
@@ -172,25 +229,35 @@ def activation_peak(
     mm_kept_bytes: int = 0,
     stage: Stage | None = None,
     mm_encoder_bytes: int = 0,
+    compiled: bool = False,
+    workspace_bytes: int = 0,
 ) -> ActivationPeak:
     """The profile's peak on one rank of `stage` (None: the whole model). Only the last stage samples (or
     pools); every other stage keeps the buffers it receives the previous stage's hidden states and residual in,
     sized for max_num_batched_tokens and allocated once (`vllm 0.19.0 v1/worker/gpu_model_runner.py::_dummy_run`:
-    make_empty_intermediate_tensors; the V2 runner in `v1/worker/gpu/model_runner.py::load_model`)."""
+    make_empty_intermediate_tensors; the V2 runner in `v1/worker/gpu/model_runner.py::load_model`).
+    `compiled`: torch.compile runs the model (no --enforce-eager); `workspace_bytes`: profile_workspace_bytes."""
     tokens = max_num_batched_tokens
     tp = tensor_parallel_size
     element = arch.dtype_bytes
     # hidden states and residual stream, whole on every rank; at TP > 1 the all-reduce writes a third copy
     residual = (2 + (1 if tp > 1 else 0)) * tokens * arch.hidden_size
-    layer = max(_mlp_live_elements(arch, tokens, tp), _attention_live_elements(arch, tokens, tp))
-    forward = (residual + layer) * element
+    mlp = _mlp_live_elements(arch, tokens, tp)
+    if not compiled and arch.moe is None:  # eager: the down projection's output beside gate_up and its input
+        mlp += tokens * arch.hidden_size
+    layer = max(mlp, _attention_live_elements(arch, tokens, tp, compiled))
+    held = (
+        _mixer_output_elements(arch, tokens, tp) if compiled else 0
+    )  # the previous piece's attention output
+    forward = (residual + layer + held) * element
     received = 0 if stage is None or stage.first else 2 * tokens * arch.hidden_size * element
     rows = min(max_num_seqs, tokens)
     if stage is not None and not stage.last:
-        return ActivationPeak(forward, 0, received, mm_kept_bytes, mm_encoder_bytes)
+        return ActivationPeak(forward, 0, received, mm_kept_bytes, mm_encoder_bytes, workspace_bytes)
     if pooling or arch.encoder_only:
-        pooled = rows * arch.hidden_size * 4 + tokens * arch.hidden_size * element
-        return ActivationPeak(forward, pooled, received, mm_kept_bytes, mm_encoder_bytes)
+        # the hidden states, and every token's in the head dtype (token_embed), the largest task's output
+        pooled = tokens * arch.hidden_size * (element + POOLER_HEAD_BYTES) + rows * arch.hidden_size * element
+        return ActivationPeak(forward, pooled, received, mm_kept_bytes, mm_encoder_bytes, workspace_bytes)
     hidden = tokens * arch.hidden_size * element if sampler.hidden_states_held else 0
     logits = rows * arch.vocab_size * sampler.bytes_per_logit
     persistent = sampler.buffer_rows * arch.vocab_size * 4 + received
@@ -200,6 +267,7 @@ def activation_peak(
         persistent,
         mm_kept_bytes,
         mm_encoder_bytes,
+        workspace_bytes,
     )
 
 

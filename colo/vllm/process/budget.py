@@ -42,6 +42,7 @@ from colo.vllm.process.activation import (
     ActivationPeak,
     activation_peak,
     encoder_profile_kept_bytes,
+    profile_workspace_bytes,
     sampler_profile,
     sizing_step_bytes,
 )
@@ -397,6 +398,8 @@ def _activation(spec: ProcessSpec, consts: MeasuredConstants) -> ActivationPeak:
         mm_kept_bytes=encoder.kept_bytes,
         mm_encoder_bytes=encoder.peak_bytes,
         stage=spec.stage,
+        compiled=not spec.enforce_eager,
+        workspace_bytes=profile_workspace_bytes(spec.rules, spec.gpu.compute_capability),
     )
 
 
@@ -535,7 +538,7 @@ def size_process(spec: ProcessSpec, *, free_before_bytes: int | None = None) -> 
         kv = requested - weights - activation - non_torch - (graphs.estimate_bytes if in_budget else 0)
     measured = None
     if spec.measured_kv and geometry_for(spec) is not None:
-        non_kv = weights + non_torch + graphs.resident_bytes + peak.persistent_bytes
+        non_kv = weights + non_torch + graphs.resident_bytes + peak.kept_bytes
         measured = _measured_sizing(
             spec, peak, reserved=kv, requested=requested, free_seen=free_before - context, non_kv=non_kv
         )
@@ -580,7 +583,7 @@ def _measured_sizing(
     is taken as its allocated peak: fragmentation beyond it is not modelled."""
     rules = spec.rules.measured_kv_sizing
     assert rules is not None
-    transient = peak.peak_bytes - peak.persistent_bytes
+    transient = peak.peak_bytes - peak.kept_bytes
     if not spec.pooling:
         transient = max(
             transient,

@@ -16,6 +16,11 @@ memory, is read in vLLM's and PyTorch's sources (docs/vllm-memory-rules.md §5a)
   graphs freed.
 * The stream. `graph_capture` opens a new CUDA stream, and the first matmul on it allocates a cuBLAS
   workspace (PyTorch keeps one per handle and stream).
+* A model without a KV cache (encoder-only) skips the memory profile, so its capture runs its first forward
+  and, on an empty compile cache, torch.compile itself, between the two `mem_get_info` reads vLLM's "took" is
+  the difference of (`vllm 0.22.0 v1/worker/gpu_model_runner.py::capture_model`). What they leave in PyTorch's
+  cache is released right after: the warm start's warm-up is the pool term's; the cold start's compiler scratch
+  no source sizes, and the figures here are the warm start's (docs/vllm-memory-rules.md §5a).
 """
 
 from __future__ import annotations

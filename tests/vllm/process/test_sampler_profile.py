@@ -82,10 +82,12 @@ def test_the_whole_hidden_states_stay_alive_through_the_sampler_from_092() -> No
 
 def test_a_dense_7b_on_an_a100_at_low_utilization_gets_the_flashinfer_sampler_under_010() -> None:
     # Issue 15 item 5: official 0.10.x images sample with FlashInfer (14 bytes per logit, not the sort's 38):
-    # 256 rows x 152,064 vocabulary x 14 + the [2048, 3584] hidden states + 256 rows of them.
+    # 256 rows x 152,064 vocabulary x 14 + the [2048, 3584] hidden states + 256 rows of them, and the cuBLAS
+    # workspace the profile's first matmul keeps (8 MiB + 128 KiB below compute capability 9).
     budget = sized("Qwen/Qwen2.5-7B-Instruct", "A100-80GB", "0.10.1.1", gpu_memory_utilization=0.5)
-    assert budget.activation_bytes == 256 * 152_064 * 14 + 2048 * 3584 * 2 + 256 * 3584 * 2
-    assert budget.activation_bytes < 0.53 * GIB
+    workspace = (4096 * 2 + 16 * 8) * 1024
+    assert budget.activation_bytes == 256 * 152_064 * 14 + 2048 * 3584 * 2 + 256 * 3584 * 2 + workspace
+    assert budget.activation_bytes < 0.54 * GIB
 
 
 def test_without_flashinfer_releases_that_would_use_it_sort_instead() -> None:
