@@ -67,6 +67,8 @@ def test_eager_mode_never_holds_more_memory_than_captured_graphs(
     eager = size_process(
         process(model, "H200", version, max_model_len=length, gpu_memory_utilization=0.8, enforce_eager=True)
     )
+    # a model whose weights overrun the request has no pool to compare (0.34+ starts it anyway, over its request)
+    assume(graphs.kv_bytes > 0)
     assert eager.kv_bytes >= graphs.kv_bytes
     if graphs.measured is None:
         assert eager.footprint_bytes <= graphs.footprint_bytes
