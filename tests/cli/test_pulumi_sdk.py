@@ -8,7 +8,7 @@ or colo.program.handed_over (a runner in this process), and reads secrecy with i
 knows a secret input by the engine's wire-format signature and an unknown by contains_unknowns. When an SDK
 release changes any of these, this test says which, in plain words, before the render tests fail obscurely.
 The SDK range in pyproject is tested at both ends: this module runs in the locked environment (the newest)
-and in tests/pulumi_cli/test_sdk_range.py's (the lowest).
+and, under `make sdk-range` (scripts/check-sdk-range.sh), in one with the range's lowest release.
 """
 
 from __future__ import annotations
@@ -60,8 +60,8 @@ def test_the_installed_sdk_is_in_the_range_pyproject_names() -> None:
     pinned = _pinned_pulumi()
     installed = version("pulumi")
     assert pinned.specifier.contains(installed), (
-        f"pulumi {installed} is outside {pinned.specifier}, the range colo render was tested on; run this "
-        f"module with it (tests/pulumi_cli/test_sdk_range.py shows how), then widen the range in pyproject.toml"
+        f"pulumi {installed} is outside {pinned.specifier}, the range colo render was tested on; run the "
+        f"SDK-driving tests with it (scripts/check-sdk-range.sh shows how), then widen the range in pyproject.toml"
     )
 
 
