@@ -19,7 +19,6 @@ from pathlib import Path
 import pulumi
 import yaml
 
-from colo.aws.clients import client
 from colo.cluster.access import ClusterAccess, cluster_access
 from colo.config.cluster_target import ClusterTarget
 from colo.plan.pair import PairPlan
@@ -91,6 +90,9 @@ def after_rollout(
         return None
 
     def verify(args: pulumi.ResourceHookArgs) -> None:
+        # boto3 (a fifth of a second to import) only where a hook runs: never under colo render
+        from colo.aws.clients import client
+
         access = cluster_access(cluster, client) if cluster is not None else stack_config_access()
         text = verify_pair(deployed_namespace(args), selector, pair, access)
         pulumi.log.info(text)
