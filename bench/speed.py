@@ -2,9 +2,9 @@
 
 Each run is a fresh process (imports included), so the numbers are what a user or CI waits for. They are
 shown next to a bare `python -c "import pulumi"`, the floor any Pulumi program pays, and to the floor any
-program declaring prod's resources pays: `import pulumi` and the provider SDK modules those resources'
-classes live in (pulumi_aws.ec2 alone imports every EC2 resource class: the provider SDKs import a whole
-module's classes at once). Stacks: prod, and the
+program declaring prod's resources pays: `import pulumi` and the provider SDK classes those resources are
+declared with (pulumi_aws.ec2.LaunchTemplate loads every EC2 resource class: the provider SDKs load a whole
+module's classes on its first use). Stacks: prod, and the
 prod stack's pairs repeated to 25 and 100 pairs, to show the cost per pair; and `colo render --stack prod`
 as a user runs it (the program, plus writing the manifests). `--fresh-bytecode` gives every run an empty
 bytecode cache (PYTHONPYCACHEPREFIX), as the first run after an install or an upgrade pays it.
@@ -53,24 +53,26 @@ def seconds(command: list[str] | Callable[[int], list[str]], runs: int, fresh_by
     return statistics.median(samples)
 
 
-def sdk_module(token: str) -> str | None:
-    """The provider SDK module a resource type's class lives in; None for colo's own components."""
+def sdk_class(token: str) -> str | None:
+    """The provider SDK class a resource type is declared with (module.Class); None for colo's own."""
     package, _, rest = token.partition(":")
-    group = rest.split(":")[0]
+    group, _, kind = rest.partition(":")
     if package == "aws":
-        return f"pulumi_aws.{group.split('/')[0]}"
+        return f"pulumi_aws.{group.split('/')[0]}.{kind}"
     if package == "kubernetes":
         name, _, version = group.partition("/")
         name = name.removesuffix(".k8s.io")
-        # a custom resource (a group of its own, e.g. monitoring.coreos.com) is apiextensions.CustomResource
-        return "pulumi_kubernetes.apiextensions" if "." in name else f"pulumi_kubernetes.{name}.{version}"
+        if "." in name:  # a custom resource (a group of its own, e.g. monitoring.coreos.com)
+            return "pulumi_kubernetes.apiextensions.CustomResource"
+        return f"pulumi_kubernetes.{name}.{version}.{kind}"
     if package == "pulumi" and group == "providers":
-        return f"pulumi_{rest.split(':')[1]}"
+        return f"pulumi_{kind}.Provider"
     return None
 
 
 def sdk_floor(stack: Path) -> list[str]:
-    """`import pulumi` and every provider SDK module the stack's resources live in, as one command."""
+    """`import pulumi` and every provider SDK class the stack's resources are declared with, as one command.
+    Each class is touched, not only imported: the SDKs load their modules lazily, on first use."""
     listing = (
         "import json, sys; from colo.mock_run import run_program; from colo.stackfiles import load_stack_file; "
         "print(json.dumps(sorted({r.type for r in run_program(load_stack_file(__import__('pathlib')"
@@ -79,8 +81,9 @@ def sdk_floor(stack: Path) -> list[str]:
     found = subprocess.run(
         [sys.executable, "-c", listing, str(stack)], cwd=REPO, check=True, capture_output=True, text=True
     )
-    modules = sorted({m for token in json.loads(found.stdout) if (m := sdk_module(token)) is not None})
-    return [sys.executable, "-c", "; ".join(f"import {module}" for module in ["pulumi", *modules])]
+    classes = sorted({c for token in json.loads(found.stdout) if (c := sdk_class(token)) is not None})
+    modules = sorted({c.rsplit(".", 1)[0] for c in classes})
+    return [sys.executable, "-c", "; ".join([f"import pulumi, {', '.join(modules)}", *classes])]
 
 
 def stack_with_pairs(count: int, directory: Path) -> Path:
@@ -114,7 +117,7 @@ def main() -> int:
     prod_sdk = sdk_floor(REPO / "stacks" / "Pulumi.prod.yaml")
     rows = [
         ("python -c 'import pulumi'", 0, floor),
-        ("  + prod's provider modules", 0, seconds(prod_sdk, args.runs, args.fresh_bytecode)),
+        ("  + prod's provider classes", 0, seconds(prod_sdk, args.runs, args.fresh_bytecode)),
     ]
     with tempfile.TemporaryDirectory() as tmp:
         stacks = [("prod", 3, REPO / "stacks" / "Pulumi.prod.yaml")]
