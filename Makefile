@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 UV_VERSION := $(shell awk '/^name = "uv"$$/ { getline; gsub(/version = |"/, ""); print; exit }' uv.lock)
 UV := $(or $(shell command -v uv 2>/dev/null),.uv/bin/uv)
 
-.PHONY: local test e2e lint bench lock venv uv-version clean release-diff add-release
+.PHONY: local test sdk-range e2e lint bench lock venv uv-version clean release-diff add-release
 
 .uv/bin/uv:
 	$(PYTHON) -m venv .uv
@@ -34,6 +34,11 @@ test: venv
 	$(BIN)/mypy
 	$(BIN)/mypy examples/colocated-pair/__main__.py  # apart: a second module named __main__
 	$(BIN)/pytest -q -n 2 --dist loadgroup
+
+## The Pulumi SDK range pyproject.toml allows, at its low end (`make test` runs the newest, which uv.lock pins):
+## the tests that drive the SDK, in a throwaway venv with the range's lowest release (a few minutes).
+sdk-range: venv
+	UV=$(UV) bash scripts/check-sdk-range.sh
 
 ## The tests that need tools built outside the suite: build whatever of them is not cached yet (the control
 ## plane, the real Pulumi engine, Pulumi YAML's language host; once, at low priority), then run those tests, one at a time (COLO_E2E=1

@@ -1,7 +1,10 @@
 """How long one whole-program evaluation takes under the mock runtime, as `colo render` and the tests run it.
 
 Each run is a fresh process (imports included), so the numbers are what a user or CI waits for. They are
-shown next to a bare `python -c "import pulumi"`, the floor any Pulumi program pays. Stacks: prod, and the
+shown next to a bare `python -c "import pulumi"`, the floor any Pulumi program pays, and to the floor any
+program declaring prod's resources pays: `import pulumi` and the provider SDK classes those resources are
+declared with (pulumi_aws.ec2.LaunchTemplate loads every EC2 resource class: the provider SDKs load a whole
+module's classes on its first use). Stacks: prod, and the
 prod stack's pairs repeated to 25 and 100 pairs, to show the cost per pair; and `colo render --stack prod`
 as a user runs it (the program, plus writing the manifests). `--fresh-bytecode` gives every run an empty
 bytecode cache (PYTHONPYCACHEPREFIX), as the first run after an install or an upgrade pays it.
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import os
 import statistics
 import subprocess
@@ -49,6 +53,39 @@ def seconds(command: list[str] | Callable[[int], list[str]], runs: int, fresh_by
     return statistics.median(samples)
 
 
+def sdk_class(token: str) -> str | None:
+    """The provider SDK class a resource type is declared with (module.Class); None for colo's own."""
+    package, _, rest = token.partition(":")
+    group, _, kind = rest.partition(":")
+    if package == "aws":
+        return f"pulumi_aws.{group.split('/')[0]}.{kind}"
+    if package == "kubernetes":
+        name, _, version = group.partition("/")
+        name = name.removesuffix(".k8s.io")
+        if "." in name:  # a custom resource (a group of its own, e.g. monitoring.coreos.com)
+            return "pulumi_kubernetes.apiextensions.CustomResource"
+        return f"pulumi_kubernetes.{name}.{version}.{kind}"
+    if package == "pulumi" and group == "providers":
+        return f"pulumi_{kind}.Provider"
+    return None
+
+
+def sdk_floor(stack: Path) -> list[str]:
+    """`import pulumi` and every provider SDK class the stack's resources are declared with, as one command.
+    Each class is touched, not only imported: the SDKs load their modules lazily, on first use."""
+    listing = (
+        "import json, sys; from colo.mock_run import run_program; from colo.stackfiles import load_stack_file; "
+        "print(json.dumps(sorted({r.type for r in run_program(load_stack_file(__import__('pathlib')"
+        ".Path(sys.argv[1]))).mocks.resources})))"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", listing, str(stack)], cwd=REPO, check=True, capture_output=True, text=True
+    )
+    classes = sorted({c for token in json.loads(found.stdout) if (c := sdk_class(token)) is not None})
+    modules = sorted({c.rsplit(".", 1)[0] for c in classes})
+    return [sys.executable, "-c", "; ".join([f"import pulumi, {', '.join(modules)}", *classes])]
+
+
 def stack_with_pairs(count: int, directory: Path) -> Path:
     """The prod stack with its pairs repeated (and renamed) to `count`; enough nodes for all of them."""
     source = yaml.safe_load((REPO / "stacks" / "Pulumi.prod.yaml").read_text())
@@ -77,7 +114,11 @@ def main() -> int:
     args = parser.parse_args()
     python = sys.executable
     floor = seconds([python, "-c", "import pulumi"], args.runs, args.fresh_bytecode)
-    rows = [("python -c 'import pulumi'", 0, floor)]
+    prod_sdk = sdk_floor(REPO / "stacks" / "Pulumi.prod.yaml")
+    rows = [
+        ("python -c 'import pulumi'", 0, floor),
+        ("  + prod's provider classes", 0, seconds(prod_sdk, args.runs, args.fresh_bytecode)),
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         stacks = [("prod", 3, REPO / "stacks" / "Pulumi.prod.yaml")]
         if not args.no_scaling:
@@ -92,11 +133,12 @@ def main() -> int:
         rows.append(("colo render --stack prod", 3, seconds(render, args.runs, args.fresh_bytecode)))
     cache = "an empty bytecode cache" if args.fresh_bytecode else "bytecode cached"
     print(f"median of {args.runs} runs, fresh process each, {cache}\n")
-    print(f"{'stack':<28} {'pairs':>5} {'seconds':>8} {'x import pulumi':>16}")
+    sdk = rows[1][2]
+    print(f"{'stack':<28} {'pairs':>5} {'seconds':>8} {'x import pulumi':>16} {'x + providers':>14}")
     for label, pairs, value in rows:
-        print(f"{label:<28} {pairs:>5} {value:>8.2f} {value / floor:>16.1f}")
+        print(f"{label:<28} {pairs:>5} {value:>8.2f} {value / floor:>16.1f} {value / sdk:>14.1f}")
     if not args.no_scaling:
-        (_, p1, t1), (_, p2, t2) = rows[2], rows[3]
+        (_, p1, t1), (_, p2, t2) = rows[3], rows[4]
         print(f"\nper pair between {p1} and {p2} pairs: {(t2 - t1) / (p2 - p1) * 1000:.0f} ms")
     return 0
 

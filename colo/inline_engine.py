@@ -26,15 +26,18 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 from pulumi import automation as auto
 
+from colo.program import handed_over
 from colo.program import run as colo_program
-from colo.stackfiles import require_project
+from colo.stackfiles import load_stack, require_project
 
 PROJECT = "colo"
 RENDER_KEY = "kubernetes:renderYamlToDirectory"
+SECRET_OUTPUT = "[secret]"
 
 
 @dataclass(frozen=True)
@@ -54,13 +57,15 @@ class Step:
 
 @dataclass
 class Outcome:
-    """What one engine run did: its steps in order, the engine's error messages, and its text output."""
+    """What one engine run did: its steps in order, the engine's error messages, its text output, and the
+    stack's outputs after an `up` (what the program exported; a secret one as SECRET_OUTPUT)."""
 
     command: str
     succeeded: bool
     steps: list[Step] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     output: str = ""
+    outputs: dict[str, Any] = field(default_factory=dict)
 
     def changed(self) -> list[Step]:
         return [step for step in self.steps if step.op != "same"]
@@ -95,8 +100,8 @@ class _Recorder:
         if diagnostic is not None and diagnostic.severity == "error":
             self.errors.append(diagnostic.message)
 
-    def outcome(self, command: str, succeeded: bool) -> Outcome:
-        return Outcome(command, succeeded, self.steps, self.errors, "\n".join(self.lines))
+    def outcome(self, command: str, succeeded: bool, outputs: dict[str, Any] | None = None) -> Outcome:
+        return Outcome(command, succeeded, self.steps, self.errors, "\n".join(self.lines), outputs or {})
 
 
 def project_program(path: Path) -> Callable[[], None]:
@@ -114,6 +119,19 @@ def _project_name(project_dir: Path) -> str:
     return str(project.get("name", PROJECT))
 
 
+def handing_over(stack: str, project_dir: Path, program: Callable[[], None]) -> Callable[[], None]:
+    """`program`, told the config keys the engine hands it: the SDK takes them from the engine here
+    (set_all_config) and lists them back nowhere public, so they are read where the engine reads them, the
+    stack file merged with Pulumi.yaml's defaults, at each run (a `pulumi config set` in between counts)."""
+
+    def run() -> None:
+        config, _ = load_stack(stack, project_dir).engine_config()
+        with handed_over(config):
+            program()
+
+    return run
+
+
 def select_stack(
     stack: str, project_dir: Path | None = None, program: Callable[[], None] | None = None
 ) -> auto.Stack:
@@ -123,7 +141,10 @@ def select_stack(
     project_dir = project_dir or require_project().parent
     options = auto.LocalWorkspaceOptions(work_dir=str(project_dir), secrets_provider="passphrase")
     return auto.create_or_select_stack(
-        stack, project_name=_project_name(project_dir), program=program or colo_program, opts=options
+        stack,
+        project_name=_project_name(project_dir),
+        program=handing_over(stack, project_dir, program or colo_program),
+        opts=options,
     )
 
 
@@ -146,17 +167,19 @@ def restore_render(stack: auto.Stack, previous: str | None) -> None:
 def run(stack: auto.Stack, command: str, *, echo: Callable[[str], None] | None = None) -> Outcome:
     """`preview` or `up` (never asks for confirmation); a refusal or engine failure is an Outcome too."""
     recorder = _Recorder(echo)
+    outputs: dict[str, Any] = {}
     try:
         if command == "preview":
             stack.preview(on_output=recorder.output, on_event=recorder.event, diff=True, color="never")
         elif command == "up":
-            stack.up(on_output=recorder.output, on_event=recorder.event, diff=True, color="never")
+            result = stack.up(on_output=recorder.output, on_event=recorder.event, diff=True, color="never")
+            outputs = {k: SECRET_OUTPUT if v.secret else v.value for k, v in result.outputs.items()}
         else:
             raise ValueError(f"unknown command {command!r}: preview or up")
     except auto.CommandError:
         # The message worth showing is in the engine's diagnostics and output, which the recorder kept.
         return recorder.outcome(command, succeeded=False)
-    return recorder.outcome(command, succeeded=True)
+    return recorder.outcome(command, succeeded=True, outputs=outputs)
 
 
 def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:

@@ -4,10 +4,10 @@ The Pulumi CLI is not needed: the stack file is merged with Pulumi.yaml the way 
 (colo.stackfiles), handed to the SDK with set_all_config, the project's program runs in the project
 directory as the CLI runs it, and every resource registration is recorded.
 
-Only public SDK API is used (reset_options, set_all_config, set_mocks and the Mocks interface, a stack
-transformation for resource options), except one attribute: the root Stack's `outputs`, where
-`pulumi.export` keeps the program's exports. pyproject pins the SDK range this was tested on, and
-tests/cli/test_pulumi_sdk.py fails with a plain message when the SDK changes what render relies on.
+Only public SDK API is used: reset_options, set_all_config, set_mocks and the Mocks interface, a stack
+transformation for resource options, get_root_resource. What the SDK offers no public way to read back,
+the config keys handed over and what the program exported, travels through colo.program.handed_over.
+tests/cli/test_pulumi_sdk.py checks each of these on the lowest and the newest SDK in pyproject's range.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any
 import pulumi
 
 from colo.errors import ConfigError, Problem
+from colo.program import handed_over, run
 from colo.stackfiles import MOCK_SECRET_VALUE, StackFile, load_stack
 
 RENDER_CONFIG_KEY = "kubernetes:renderYamlToDirectory"
@@ -133,18 +134,6 @@ class OptionsRecorder:
         return pulumi.Output.all(*(parent.urn for _, _, parent, _ in self._declared)).apply(record)
 
 
-def stack_outputs() -> dict[str, Any]:
-    """What the program exported: the root Stack keeps it in `outputs` (the one non-public attribute)."""
-    root = pulumi.runtime.get_root_resource()
-    outputs = getattr(root, "outputs", None)
-    if not isinstance(outputs, dict):
-        raise RuntimeError(
-            "the Pulumi SDK's root Stack no longer keeps exported values in .outputs; colo.mock_run reads "
-            "them there (see tests/cli/test_pulumi_sdk.py)"
-        )
-    return outputs
-
-
 def _project_program(stack_file: StackFile) -> Path | None:
     """The project's program; None for a stack file read without a project, which runs colo's own
     (colo.program.run, all a project's __main__.py calls)."""
@@ -167,8 +156,6 @@ def _project_program(stack_file: StackFile) -> Path | None:
 
 def _execute(program: Path | None) -> None:
     if program is None:
-        from colo.program import run
-
         run()
     else:
         runpy.run_path(str(program), run_name="__main__")
@@ -177,7 +164,7 @@ def _execute(program: Path | None) -> None:
 @dataclass
 class ProgramRun:
     mocks: RecordingMocks
-    outputs: dict[str, Any] = field(default_factory=dict)
+    outputs: dict[str, Any] = field(default_factory=dict)  # what it exported with colo.program.export
 
 
 # What the program is told to render into when it runs under mocks: nothing is written there (the mocks
@@ -194,7 +181,8 @@ def run_program(
     program: Path | None = None,
     render_dir: str | None = RENDER_DIR,
 ) -> ProgramRun:
-    """Execute the program once; resources are in `.mocks.resources`, exported outputs in `.outputs`.
+    """Execute the program once; resources are in `.mocks.resources`, what it exported through
+    colo.program.export (colo's program exports its plan so) in `.outputs`.
 
     `program` defaults to the project's (Pulumi.yaml `main`, else its directory's __main__.py), and to
     colo's own for a stack file read without a project. `render_dir` is set as
@@ -215,9 +203,9 @@ def run_program(
 
     @pulumi.runtime.test  # type: ignore[untyped-decorator]
     def _run() -> pulumi.Output[Any]:
-        with contextlib.chdir(stack_file.project_dir or Path.cwd()):
+        with contextlib.chdir(stack_file.project_dir or Path.cwd()), handed_over(config) as handover:
             _execute(program)
-        exported = pulumi.Output.all(**stack_outputs()).apply(result.outputs.update)
+        exported = pulumi.Output.all(**handover.exports).apply(result.outputs.update)
         return pulumi.Output.all(exported, recorder.resolve_into(mocks))
 
     _run()

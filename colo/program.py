@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
-from pulumi.runtime.config import CONFIG, get_config, get_config_env, is_config_secret
-from pulumi.runtime.settings import get_monitor
+from pulumi.runtime import get_config, get_config_env, get_root_resource, is_config_secret
 
 from colo.cluster.identity import check_cluster_identity
 from colo.components import GpuNodePool, GpuNodePoolArgs, ProgramError
@@ -43,14 +46,53 @@ OUTSIDE_THE_ENGINE = (
 
 def require_engine() -> None:
     """Stop with a plain message when started as a script: there is no stack config to read then."""
-    if get_monitor() is None:  # the engine, or the SDK's mock runtime, sets the resource monitor
+    # The engine (its language host, an Automation API inline program) and the SDK's mock runtime run the
+    # program inside the root Stack they register first; a plain `python __main__.py` has none.
+    if get_root_resource() is None:
         print(OUTSIDE_THE_ENGINE, file=sys.stderr)
         raise SystemExit(2)
 
 
-def _colo_keys() -> list[str]:
-    """Every `colo:` key the engine handed over, so an unknown one is an error rather than ignored."""
-    keys = {**get_config_env(), **CONFIG.get()}
+@dataclass
+class Handover:
+    """What a runner in this process and the program it runs tell each other where the SDK has no public
+    way: the config keys the runner handed the SDK (pulumi.runtime.set_all_config, which nothing public
+    lists back), and what the program exported (pulumi.export keeps it on the root Stack, unread but by
+    the engine)."""
+
+    config_keys: frozenset[str]
+    exports: dict[str, Any] = field(default_factory=dict)
+
+
+_HANDOVER: ContextVar[Handover | None] = ContextVar("colo_program_handover", default=None)
+
+
+@contextmanager
+def handed_over(config_keys: Iterable[str]) -> Iterator[Handover]:
+    """Run a program inside this: it lists `config_keys` as the engine's, and its exports land in the
+    Handover yielded (colo.mock_run, colo.inline_engine)."""
+    handover = Handover(frozenset(config_keys))
+    token = _HANDOVER.set(handover)
+    try:
+        yield handover
+    finally:
+        _HANDOVER.reset(token)
+
+
+def export(name: str, value: Any) -> None:
+    """pulumi.export, also kept for the runner that handed the program over (colo render reads it there)."""
+    pulumi.export(name, value)
+    handover = _HANDOVER.get()
+    if handover is not None:
+        handover.exports[name] = value
+
+
+def colo_config_keys() -> list[str]:
+    """Every `colo:` key the engine handed over, so an unknown one is an error rather than ignored. The
+    Pulumi CLI's language host hands the config in PULUMI_CONFIG (pulumi.runtime.get_config_env, what its
+    exec shim reads too); a runner in this process names the keys it set (handed_over)."""
+    handover = _HANDOVER.get()
+    keys = {*get_config_env(), *(handover.config_keys if handover is not None else ())}
     return sorted(key.removeprefix(PREFIX) for key in keys if key.startswith(PREFIX))
 
 
@@ -58,7 +100,7 @@ def read_config() -> tuple[StackConfig, dict[str, pulumi.Output[str]]]:
     """The validated config, and the Pulumi secrets that are set (colo:hfToken, colo:vllmApiKey) by key."""
     cfg = pulumi.Config("colo")
     raw: dict[str, Any] = {}
-    for key in _colo_keys():
+    for key in colo_config_keys():
         if key in SECRET_KEYS:
             continue
         text = cfg.get(key)
@@ -147,4 +189,4 @@ def run() -> None:
         verify_cluster=target,
         depends_on=[node_pool] if node_pool else [],
     )
-    pulumi.export("plan", plan_view(plan))
+    export("plan", plan_view(plan))

@@ -5,9 +5,11 @@ A Pulumi resource hook (the Python SDK's `ResourceHook`, run by the engine once 
 awaited the rollout) reads each server's log through the Kubernetes API, as `colo verify --stack` does, and
 logs the comparison on the Deployment. A plan that was wrong, or a log that cannot be read, makes the hook
 fail; it is registered with `ignore_errors`, so the engine reports that as a warning and the update stands.
-No hook is bound where it could not read a cluster: with an engine that does not offer resource hooks, or
-when the provider writes manifests to a directory instead (as under `colo render`). The logs are read from
-the cluster the pair's provider deploys to (ColocatedPairArgs.verify_cluster), with the same settings.
+No hook is bound where there is no cluster to read: when the provider writes manifests to a directory
+instead (as under `colo render`). The engine runs resource hooks from Pulumi v3.182.0; an older CLI is
+refused by the SDK with "The Pulumi CLI does not support resource hooks. Please update the Pulumi CLI."
+The logs are read from the cluster the pair's provider deploys to (ColocatedPairArgs.verify_cluster),
+with the same settings.
 """
 
 from __future__ import annotations
@@ -16,10 +18,7 @@ from pathlib import Path
 
 import pulumi
 import yaml
-from pulumi.runtime.proto import resource_pb2
-from pulumi.runtime.settings import monitor_supports_feature
 
-from colo.aws.clients import client
 from colo.cluster.access import ClusterAccess, cluster_access
 from colo.config.cluster_target import ClusterTarget
 from colo.plan.pair import PairPlan
@@ -30,10 +29,7 @@ class PlanNotConfirmed(Exception):
 
 
 def hooks_apply() -> bool:
-    provider = pulumi.Config("kubernetes")
-    return monitor_supports_feature(
-        resource_pb2.RESOURCE_MONITOR_FEATURE_RESOURCE_HOOKS
-    ) and not provider.get("renderYamlToDirectory")
+    return not pulumi.Config("kubernetes").get("renderYamlToDirectory")
 
 
 def stack_config_access() -> ClusterAccess:
@@ -94,6 +90,9 @@ def after_rollout(
         return None
 
     def verify(args: pulumi.ResourceHookArgs) -> None:
+        # boto3 (a fifth of a second to import) only where a hook runs: never under colo render
+        from colo.aws.clients import client
+
         access = cluster_access(cluster, client) if cluster is not None else stack_config_access()
         text = verify_pair(deployed_namespace(args), selector, pair, access)
         pulumi.log.info(text)

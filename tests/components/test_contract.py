@@ -21,17 +21,18 @@ from tests.components.stacks import variant
 from tests.components.test_colocated_pair import local_pair_args
 from tests.paths import REPO_ROOT
 
-# A program that runs colo's and exports every alias a resource was declared with, its Outputs resolved.
+# A program that runs colo's and exports every alias a resource was declared with, its Outputs resolved
+# (colo.program.export: what run_program reads back).
 ALIAS_PROGRAM = """
 import pulumi
-from colo.program import run
+from colo.program import export, run
 
 found = []
 pulumi.runtime.register_stack_transformation(
     lambda args: found.extend((args.type_, args.name, a) for a in args.opts.aliases or []) and None
 )
 run()
-pulumi.export(
+export(
     "aliases",
     [
         {

@@ -84,7 +84,9 @@ class Engine:
             Step(s["op"], s["urn"], s["type"], tuple(s["diffs"]), tuple(s["replace_keys"]))
             for s in data["steps"]
         ]
-        return Outcome(data["command"], data["succeeded"], steps, data["errors"], data["output"])
+        # An earlier release's driver (colo_tree) reports no outputs.
+        outputs = data.get("outputs", {})
+        return Outcome(data["command"], data["succeeded"], steps, data["errors"], data["output"], outputs)
 
     def resource_types_in_state(self, stack: str, project: Path) -> set[str]:
         """The types of every resource the backend holds for the stack (`pulumi stack export`)."""

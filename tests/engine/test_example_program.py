@@ -51,6 +51,16 @@ def test_up_writes_what_the_mock_runtime_records_field_for_field(
     assert "Service/team-ml/chat-api" in written
 
 
+def test_up_shows_what_the_example_exports(deployed: Deployed) -> None:
+    outputs = deployed.up.outputs
+    assert outputs["endpoint"] == "http://chat-api.team-ml.svc/v1"
+    assert set(outputs["utilizations"]) == {"llm", "embedding"}
+    assert sum(outputs["utilizations"].values()) < 1
+    assert outputs["llmKvTokens"] >= 32768  # at least one request of the whole context
+    assert 0 < outputs["predictedUsedMiB"] < 46068  # an L40S's memory.total
+    assert outputs["startupProbeSeconds"]["llm"] > outputs["startupProbeSeconds"]["embedding"]
+
+
 def test_a_pair_that_does_not_fit_fails_the_preview_with_colos_message_before_registering(
     engine: Engine, tmp_path: Path
 ) -> None:
