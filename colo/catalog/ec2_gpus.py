@@ -5,13 +5,13 @@ from __future__ import annotations
 from functools import cache
 from importlib import resources
 
-import yaml
+from colo.catalog.data import parse_yaml
 
 
 @cache
 def _names() -> dict[str, str]:
     text = resources.files("colo.catalog").joinpath("ec2_gpus.yaml").read_text()
-    table: dict[str, str] = yaml.safe_load(text)["ec2_gpu_names"]
+    table: dict[str, str] = parse_yaml(text)["ec2_gpu_names"]
     return table
 
 

@@ -9,7 +9,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import yaml
+from colo.catalog.data import parse_yaml
 
 LATENCY_TERMS = ("c1_ttft", "c1_tpot", "c16_ttft", "c16_tpot")
 
@@ -88,5 +88,5 @@ def _measurement(raw: Mapping[str, Any]) -> Measurement:
 
 @cache
 def interference_measurements() -> tuple[Measurement, ...]:
-    raw = yaml.safe_load(resources.files("colo.catalog").joinpath("interference.yaml").read_text())
+    raw = parse_yaml(resources.files("colo.catalog").joinpath("interference.yaml").read_text())
     return tuple(_measurement(entry) for entry in raw["measurements"])

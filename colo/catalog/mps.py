@@ -11,8 +11,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import yaml
-
+from colo.catalog.data import parse_yaml
 from colo.catalog.units import MIB
 
 
@@ -54,7 +53,7 @@ def _figures(name: str, entry: Mapping[str, Any]) -> MpsFigures:
 
 @cache
 def load_mps_catalog() -> dict[str, MpsFigures]:
-    raw = yaml.safe_load(resources.files("colo.catalog").joinpath("mps.yaml").read_text())
+    raw = parse_yaml(resources.files("colo.catalog").joinpath("mps.yaml").read_text())
     return {name: _figures(name, entry) for name, entry in raw["gpus"].items()}
 
 

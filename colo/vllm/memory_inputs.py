@@ -16,8 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
+from colo.catalog.data import parse_yaml
 from colo.vllm.serve_cli import ServeCli, options_selected, serve_cli
 
 DATA_FILE = Path(__file__).with_name("memory_inputs.yaml")
@@ -69,7 +68,7 @@ def _parse_options(groups: list[Mapping[str, Any]]) -> dict[str, OptionClass]:
 
 @cache
 def _data() -> dict[str, Any]:
-    data: dict[str, Any] = yaml.safe_load(DATA_FILE.read_text())
+    data: dict[str, Any] = parse_yaml(DATA_FILE.read_text())
     return data
 
 
