@@ -31,13 +31,16 @@ local: venv
 ## real Pulumi engine, Pulumi YAML's language host) or that install colo afresh from PyPI or uv's cache.
 E2E_MARKS := engine or pulumi_yaml or install
 
-## Lint, type-check and run the test suite, less the $(E2E_MARKS) tests.
+## Lint, type-check and run the test suite, less the $(E2E_MARKS) tests. PYTHONDONTWRITEBYTECODE (many containers
+## and CI images set it) is cleared for the suite: colo's and the tests' bytecode is written once, to __pycache__/
+## (ignored by git), instead of compiled again in every process the tests start, and the tests' assertions
+## rewritten again in each pytest worker.
 test: venv
 	$(BIN)/ruff check colo tests bench examples __main__.py
 	$(BIN)/ruff format --check colo tests bench examples __main__.py
 	$(BIN)/mypy
 	$(BIN)/mypy examples/colocated-pair/__main__.py  # apart: a second module named __main__
-	$(BIN)/pytest -q -n 2 --dist loadgroup -m "not ($(E2E_MARKS))"
+	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -q -n 2 --dist loadgroup -m "not ($(E2E_MARKS))"
 
 ## The tests that need tools built outside the suite: build whatever of them is not cached yet (the control
 ## plane, the real Pulumi engine, Pulumi YAML's language host; once, at low priority), then run those tests and
