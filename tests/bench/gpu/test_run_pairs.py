@@ -7,6 +7,7 @@ refusal as a refusal, and leave nothing running that it started.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
@@ -76,6 +77,8 @@ def gpu(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> Sandbox:
     monkeypatch.setattr(
         "bench.gpu.harness.model_dirs.write_tokenizer_json", lambda path, *_: path.write_text("{}")
     )
+    # A real server takes a minute to start and is asked for /health each second; the fake is up at once.
+    monkeypatch.setattr(run_pairs, "wait_ready", functools.partial(run_pairs.wait_ready, poll_s=0.05))
     return sandbox
 
 

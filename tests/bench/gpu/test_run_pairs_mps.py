@@ -147,8 +147,9 @@ def test_companion_throughput_is_reported_per_second(mps_gpu: Sandbox, tmp_path:
 def test_the_checked_in_mps_run_goes_through_end_to_end_against_the_fakes(
     mps_gpu: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_file: str
 ) -> None:
-    """A checked-in MPS run as make_spec builds it, on free ports, with the background-only phases shortened:
-    every start and phase runs, each server attached as the run says, and the daemon quits last."""
+    """A checked-in MPS run as make_spec builds it, on free ports, with the phases shortened (background-only
+    phases to half a second, the LLM's answers to 8 tokens): every start and phase runs, each server attached
+    as the run says, and the daemon quits last."""
     import yaml
 
     from bench.gpu.make_spec import HERE, build_spec, plan_json
@@ -163,9 +164,12 @@ def test_the_checked_in_mps_run_goes_through_end_to_end_against_the_fakes(
         if "start" in action:
             action["timeout_s"], action["min_s"] = 30, 1
         if "load" in action:
-            action["load"]["duration_s"] = 2
-            for client in action["load"]["clients"]:
+            clients = action["load"]["clients"]
+            action["load"]["duration_s"] = 2 if any("requests" in c for c in clients) else 0.5
+            for client in clients:
                 client["port"] = ports[client["server"]]
+                if "max_tokens" in client:
+                    client["max_tokens"] = 8
     results, work = _run(tmp_path, spec)
     assert not _records(results, "skip") and not _records(results, "abort")
     started = [r["server"] for r in _records(results, "start")]
