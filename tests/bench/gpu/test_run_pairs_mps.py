@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from bench.gpu.harness import run_pairs
+from tests.bench.gpu.plans import PLANS, stack_plan
 from tests.bench.gpu.test_run_pairs import _free_ports, _records, _spec, gpu
 from tests.scripts.fakes import Sandbox
 
@@ -141,6 +142,7 @@ def test_companion_throughput_is_reported_per_second(mps_gpu: Sandbox, tmp_path:
     assert embedding["requests_per_s"] == pytest.approx(embedding["ok"] / embedding["wall_s"], rel=0.05)
 
 
+@pytest.mark.xdist_group(PLANS)  # each stack planned once, on one worker, with the spec's tests
 @pytest.mark.parametrize(
     "run_file", ["mps.yaml", "mps-h100.yaml", "combined-h100.yaml", "combined-h200.yaml"]
 )
@@ -152,10 +154,10 @@ def test_the_checked_in_mps_run_goes_through_end_to_end_against_the_fakes(
     as the run says, and the daemon quits last."""
     import yaml
 
-    from bench.gpu.make_spec import HERE, build_spec, plan_json
+    from bench.gpu.make_spec import HERE, build_spec
 
     run = yaml.safe_load((HERE / "runs" / run_file).read_text())
-    spec = build_spec(run, {stack: plan_json(stack) for stack in run["stacks"]})
+    spec = build_spec(run, {stack: stack_plan(stack) for stack in run["stacks"]})
     ports = dict(zip(spec["servers"], _free_ports(len(spec["servers"])), strict=True))
     for name, server in spec["servers"].items():
         server["port"] = ports[name]
