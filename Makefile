@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 UV_VERSION := $(shell awk '/^name = "uv"$$/ { getline; gsub(/version = |"/, ""); print; exit }' uv.lock)
 UV := $(or $(shell command -v uv 2>/dev/null),.uv/bin/uv)
 
-.PHONY: local test sdk-range e2e lint bench lock venv uv-version clean release-diff add-release
+.PHONY: local test sdk-range e2e e2e-marks lint bench lock venv uv-version clean release-diff add-release
 
 .uv/bin/uv:
 	$(PYTHON) -m venv .uv
@@ -27,13 +27,20 @@ local: venv
 	$(BIN)/colo render --stack local --out rendered/local
 	@echo "colo is $(BIN)/colo (or: source $(BIN)/activate)"
 
-## Lint, type-check and run the whole test suite.
+## The tests `make test` leaves to `make e2e` and to .ci/run: those that need a tool built outside the suite (the
+## real Pulumi engine, Pulumi YAML's language host) or that install colo afresh from PyPI or uv's cache.
+E2E_MARKS := engine or pulumi_yaml or install
+
+## Lint, type-check and run the test suite, less the $(E2E_MARKS) tests. PYTHONDONTWRITEBYTECODE (many containers
+## and CI images set it) is cleared for the suite: colo's and the tests' bytecode is written once, to __pycache__/
+## (ignored by git), instead of compiled again in every process the tests start, and the tests' assertions
+## rewritten again in each pytest worker.
 test: venv
 	$(BIN)/ruff check colo tests bench examples __main__.py
 	$(BIN)/ruff format --check colo tests bench examples __main__.py
 	$(BIN)/mypy
 	$(BIN)/mypy examples/colocated-pair/__main__.py  # apart: a second module named __main__
-	$(BIN)/pytest -q -n 2 --dist loadgroup
+	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -q -n 2 --dist loadgroup -m "not ($(E2E_MARKS))"
 
 ## The Pulumi SDK range pyproject.toml allows, at its low end (`make test` runs the newest, which uv.lock pins):
 ## the tests that drive the SDK, in a throwaway venv with the range's lowest release (a few minutes).
@@ -41,13 +48,13 @@ sdk-range: venv
 	UV=$(UV) bash scripts/check-sdk-range.sh
 
 ## The tests that need tools built outside the suite: build whatever of them is not cached yet (the control
-## plane, the real Pulumi engine, Pulumi YAML's language host; once, at low priority), then run those tests, one at a time (COLO_E2E=1
-## asks for the control-plane ones, which `make test` leaves out).
+## plane, the real Pulumi engine, Pulumi YAML's language host; once, at low priority), then run those tests and
+## the install tests, one at a time (COLO_E2E=1 asks for the control-plane ones, which `make test` leaves out).
 e2e: venv
 	nice -n 19 bash scripts/build-control-plane.sh
 	nice -n 19 bash scripts/build-pulumi-engine.sh
 	nice -n 19 bash scripts/build-pulumi-yaml.sh
-	COLO_E2E=1 $(BIN)/pytest -q -p no:xdist -m "control_plane or engine or pulumi_yaml"
+	COLO_E2E=1 $(BIN)/pytest -q -p no:xdist -m "control_plane or $(E2E_MARKS)"
 
 ## What changed in the vLLM sources colo cites between the newest mirrored release and NEW (its wheel from PyPI,
 ## kept outside the repository): `make release-diff NEW=0.35.0` writes docs/releases/NEW-diff.md, each definition's diff cut at
@@ -69,6 +76,10 @@ add-release: venv
 ## Upgrade every pinned package to the newest release pyproject.toml allows, and rewrite uv.lock.
 lock: $(UV)
 	$(UV) lock --upgrade
+
+## The marker expression of the tests `make test` leaves out, for .ci/run, which runs them after it.
+e2e-marks:
+	@echo "$(E2E_MARKS)"
 
 ## The uv release uv.lock pins, for CI steps that install uv themselves.
 uv-version:

@@ -37,10 +37,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from colo.catalog import GIB, GpuLookupError, gpu
+from colo.catalog.data import parse_yaml
 from colo.config.estimate import EstimateArguments
 from colo.vllm import (
     KV_DTYPE_BYTES,
@@ -148,7 +148,7 @@ def informed_ids(roots: tuple[Path, ...] = INFORMING_YAML) -> set[str]:
                 yield from walk(value)
 
     paths = sorted(path for root in roots for path in root.rglob("*.yaml"))
-    return {i for path in paths for i in walk(yaml.safe_load(path.read_text()))}
+    return {i for path in paths for i in walk(parse_yaml(path.read_text()))}
 
 
 def _release(entry: Mapping[str, Any]) -> str:
@@ -633,7 +633,7 @@ def local_hub() -> Iterator[None]:
 def campaign_entries() -> list[Mapping[str, Any]]:
     """The campaign ran on one node of more than four H100 SXM GPUs (it tried TP5): an 8-GPU HGX board, whose
     GPUs meet through NVSwitch."""
-    data = yaml.safe_load(CAMPAIGN.read_text())
+    data = parse_yaml(CAMPAIGN.read_text())
     return [{**entry, "nvswitch": True} for entry in [*data["entries"], *data["catalog_model_entries"]]]
 
 
@@ -678,7 +678,7 @@ def main() -> int:
     with local_hub():
         report(
             "public startup logs (bench/data/vllm_startup_logs.yaml)",
-            yaml.safe_load(DATA.read_text())["entries"],
+            parse_yaml(DATA.read_text())["entries"],
             informed,
             args.verbose,
         )

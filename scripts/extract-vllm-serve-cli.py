@@ -1007,7 +1007,8 @@ def read_table(text: str) -> list[dict[str, Any]]:
     parser: dict[str, Any] = {}
     types: dict[str, Any] = {}
     options: dict[str, Any] = {}
-    for index, entry in enumerate(yaml.safe_load(text)["releases"]):
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: the table is 150 KB
+    for index, entry in enumerate(yaml.load(text, Loader=loader)["releases"]):
         parser = {**parser, **entry.get("parser", {})}
         if index == 0:
             types = {k: dict(v) for k, v in entry["types"].items()}

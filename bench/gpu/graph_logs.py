@@ -15,13 +15,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 if __package__ in (None, ""):  # run as a script: bench is not a package on sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.accuracy import DATA, Skip, _size, arguments, informed_ids, local_hub
 from colo.catalog import GIB
+from colo.catalog.data import parse_yaml
 
 
 def _pct(colo: float, logged: float) -> str:
@@ -61,7 +60,7 @@ def rows(entries: list[dict[str, Any]], informed: set[str]) -> list[str]:
 
 
 def main() -> int:
-    entries = yaml.safe_load(DATA.read_text())["entries"]
+    entries = parse_yaml(DATA.read_text())["entries"]
     with local_hub():
         print("\n".join(rows(entries, informed_ids())))
     return 0

@@ -38,6 +38,7 @@ from typing import Any
 import yaml
 
 from colo.catalog import instance_type
+from colo.catalog.data import parse_yaml
 
 HERE = Path(__file__).resolve().parent
 STACKS = HERE / "stacks"
@@ -68,7 +69,7 @@ class SpecError(ValueError):
 
 def catalog_configs() -> dict[str, dict[str, Any]]:
     """Every catalog model's config.json keys, a `base:` entry's merged under its own."""
-    data = yaml.safe_load(resources.files("colo.catalog").joinpath("models.yaml").read_text())
+    data = parse_yaml(resources.files("colo.catalog").joinpath("models.yaml").read_text())
     entries = {entry["id"]: entry for entry in data["models"]}
 
     def merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from functools import cache
+
 from packaging.version import InvalidVersion, Version
 
 
+@cache  # a few dozen release numbers, compared millions of times by the range lookups of one colo run
 def release_key(version: str) -> tuple[int, ...]:
     """A release's number for ordering and range lookups; dev and rc builds count as the release they lead to.
     Every table keyed by release (the vLLM rules, quant_methods.yaml, the argument parser's spellings, the

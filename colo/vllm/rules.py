@@ -327,6 +327,7 @@ class RulesCatalog(_Strict):
     constants: MeasuredConstants
 
 
+@cache  # rules_for reads it for every lookup; a Version is immutable
 def _version(text: str) -> Version:
     """A final release (post releases included); pre-, dev- and local builds have no mirrored rules."""
     try:

@@ -6,10 +6,10 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 from moto import mock_aws
 
+from colo.aws.clients import client as aws_client
 from tests.model_files import TINY_CONFIG, safetensors_blob
 
 REGION = "us-east-1"
@@ -25,12 +25,15 @@ def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
     monkeypatch.setenv("AWS_CONFIG_FILE", "/dev/null")
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+    # moto's EC2 would otherwise build its 18,000 public AMIs for every account and region a test touches;
+    # colo asks EC2 for no image.
+    monkeypatch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
 
 
 @pytest.fixture
 def s3(aws_env: None) -> Iterator[Any]:
     with mock_aws():
-        client = boto3.client("s3", region_name=REGION)
+        client = aws_client("s3", REGION)
         client.create_bucket(Bucket=BUCKET)
         yield client
 

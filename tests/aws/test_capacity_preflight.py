@@ -8,12 +8,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 from moto import mock_aws
 
 import colo.cli.preflight_cmd as preflight_cmd
 from colo.aws.capacity_preflight import capacity_checks
+from colo.aws.clients import client as aws_client
 from colo.cli import main
 from colo.cli.common import load_config
 from colo.config import parse_stack_config
@@ -57,7 +57,7 @@ def build_account(
     trust: dict[str, Any] = TRUST_EC2,
 ) -> list[str]:
     """The cluster, its subnets and node security group (tagged for Karpenter's discovery), and the node role."""
-    ec2 = boto3.client("ec2", region_name=REGION)
+    ec2 = aws_client("ec2", REGION)
     vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
     tags = [{"ResourceType": "subnet", "Tags": [{"Key": "karpenter.sh/discovery", "Value": cluster}]}]
     subnets = [
@@ -72,16 +72,14 @@ def build_account(
     group = ec2.create_security_group(GroupName="nodes", Description="nodes", VpcId=vpc)["GroupId"]
     if tagged:
         ec2.create_tags(Resources=[group], Tags=[{"Key": "karpenter.sh/discovery", "Value": cluster}])
-    boto3.client("eks", region_name=REGION).create_cluster(
+    aws_client("eks", REGION).create_cluster(
         name=cluster,
         version="1.34",
         roleArn="arn:aws:iam::123456789012:role/eks",
         resourcesVpcConfig={"subnetIds": subnets},
     )
     if role is not None:
-        boto3.client("iam", region_name=REGION).create_role(
-            RoleName=role, AssumeRolePolicyDocument=json.dumps(trust)
-        )
+        aws_client("iam", REGION).create_role(RoleName=role, AssumeRolePolicyDocument=json.dumps(trust))
     return subnets
 
 
@@ -167,8 +165,8 @@ def test_a_node_role_ec2_cannot_assume_fails(aws: None) -> None:
     checks = capacity_checks(
         config,
         spec_of(KARPENTER_STACK),
-        ec2=boto3.client("ec2", region_name=REGION),
-        iam=boto3.client("iam", region_name=REGION),
+        ec2=aws_client("ec2", REGION),
+        iam=aws_client("iam", REGION),
         cluster=None,
     )
     (role,) = [c for c in checks if c.name == "Karpenter node role"]
@@ -205,8 +203,8 @@ def test_named_subnets_are_the_ones_checked(aws: None) -> None:
     checks = capacity_checks(
         config,
         spec,
-        ec2=boto3.client("ec2", region_name=REGION),
-        iam=boto3.client("iam", region_name=REGION),
+        ec2=aws_client("ec2", REGION),
+        iam=aws_client("iam", REGION),
         cluster=None,
     )
     (zones,) = [c for c in checks if c.name == "GPU instance types in the nodes' zones"]
@@ -286,9 +284,9 @@ def test_a_node_class_the_cluster_lacks_fails() -> None:
 def test_a_cluster_without_auto_mode_compute_fails(aws: None) -> None:
     build_account(cluster="colo-auto", role=None)
     config = load_config(load_stack_file(AUTO_STACK))
-    eks = boto3.client("eks", region_name=REGION)
+    eks = aws_client("eks", REGION)
     described = eks.describe_cluster(name="colo-auto")["cluster"]
-    ec2, iam = boto3.client("ec2", region_name=REGION), boto3.client("iam", region_name=REGION)
+    ec2, iam = aws_client("ec2", REGION), aws_client("iam", REGION)
     spec = spec_of(AUTO_STACK)
     without = capacity_checks(config, spec, ec2=ec2, iam=iam, cluster=described)
     assert (without[0].name, without[0].ok) == ("EKS Auto Mode", False)

@@ -4,11 +4,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 import yaml
 from moto import mock_aws
 
+from colo.aws.clients import client as aws_client
 from colo.aws.preflight import check_instance_gpus
 from colo.catalog import gpu
 from colo.cli import main
@@ -20,19 +20,19 @@ WEIGHTS = f"s3://{BUCKET}/qwen27b/"
 
 def build_aws(zones: tuple[str, ...] = ("us-east-1a", "us-east-1b"), version: str = "1.33") -> list[str]:
     """An EKS cluster for the prod stack, subnets in `zones`, and the model its first LLM syncs from."""
-    ec2 = boto3.client("ec2", region_name=REGION)
+    ec2 = aws_client("ec2", REGION)
     vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
     subnets = [
         ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.0.{i}.0/24", AvailabilityZone=zone)["Subnet"]["SubnetId"]
         for i, zone in enumerate(zones)
     ]
-    boto3.client("eks", region_name=REGION).create_cluster(
+    aws_client("eks", REGION).create_cluster(
         name="colo-prod",
         version=version,
         roleArn="arn:aws:iam::123456789012:role/eks",
         resourcesVpcConfig={"subnetIds": subnets},
     )
-    s3 = boto3.client("s3", region_name=REGION)
+    s3 = aws_client("s3", REGION)
     s3.create_bucket(Bucket=BUCKET)
     put_model(s3, "qwen27b/", tiny_model_files())
     return subnets
@@ -119,7 +119,7 @@ def test_gpu_memory_that_differs_from_the_catalog_fails(aws: None) -> None:
     config = load_config(load_stack("prod"))
     pool = config.node_pool.model_copy(update={"instance_type": "p4de.24xlarge", "gpu": "A100-40GB"})
     config = config.model_copy(update={"node_pool": pool})
-    ec2 = boto3.client("ec2", region_name=REGION)
+    ec2 = aws_client("ec2", REGION)
     (check,) = check_instance_gpus(ec2, config, gpu("A100-40GB"), 8)
     assert not check.ok
     assert "81920 MiB according to EC2" in check.detail

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from bench.accuracy import arguments
 from colo.catalog import GIB
+from colo.catalog.data import parse_yaml
 from colo.vllm import estimate
 
 LOGS = Path(__file__).resolve().parents[1] / "hub_files" / "LOGS.yaml"
@@ -25,7 +25,7 @@ UTILIZATION_TOLERANCE = 0.05  # bench/accuracy.py: KV GiB and tokens from utiliz
 
 
 def _runs() -> list[dict[str, Any]]:
-    entries = yaml.safe_load(LOGS.read_text())["catalog_model_entries"]
+    entries = parse_yaml(LOGS.read_text())["catalog_model_entries"]
     return [e for e in entries if (e.get("pipeline_parallel_size") or 1) > 1 or e.get("dtype")]
 
 

@@ -6,9 +6,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from bench.accuracy import informed_ids
+from colo.catalog.data import parse_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "bench" / "data" / "vllm_startup_logs.yaml"
@@ -49,7 +48,7 @@ FIGURES = (
 
 
 def _entries() -> list[dict[str, Any]]:
-    entries: list[dict[str, Any]] = yaml.safe_load(DATA.read_text())["entries"]
+    entries: list[dict[str, Any]] = parse_yaml(DATA.read_text())["entries"]
     return entries
 
 

@@ -7,7 +7,6 @@ from importlib import resources
 from typing import Any
 
 import pytest
-import yaml
 
 from colo.catalog import (
     GIB,
@@ -22,9 +21,10 @@ from colo.catalog import (
     instance_type_names,
     resolve_gpu,
 )
+from colo.catalog.data import parse_yaml
 from colo.catalog.gpus import parse_catalog
 
-RAW: dict[str, Any] = yaml.safe_load(resources.files("colo.catalog").joinpath("gpus.yaml").read_text())
+RAW: dict[str, Any] = parse_yaml(resources.files("colo.catalog").joinpath("gpus.yaml").read_text())
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,8 @@ from importlib import resources
 from typing import Any
 
 import pytest
-import yaml
 
+from colo.catalog.data import parse_yaml
 from colo.catalog.images import (
     BUILD_KEYS,
     ExcludedImage,
@@ -25,13 +25,13 @@ from colo.catalog.images import (
 
 def _mirrored_release_bounds() -> list[str]:
     text = resources.files("colo.vllm").joinpath("rules.yaml").read_text(encoding="utf-8")
-    releases = yaml.safe_load(text)["releases"]
+    releases = parse_yaml(text)["releases"]
     return sorted({bound for entry in releases for bound in (entry["first"], entry["last"])})
 
 
 def _catalog_data() -> dict[str, Any]:
     text = resources.files("colo.catalog").joinpath("images.yaml").read_text(encoding="utf-8")
-    data: dict[str, Any] = yaml.safe_load(text)
+    data: dict[str, Any] = parse_yaml(text)
     return data
 
 

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from colo.render import APPLY_DIR
-from tests.apply_dir import apply_directory_problems
+from tests.apply_dir import apply_directories_problems
 from tests.model_files import TINY_CONFIG
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
@@ -131,7 +131,7 @@ GENERATED: dict[str, tuple[Generated, Expected]] = {
 COMMITTED = sorted(p.stem for p in CORPUS.glob("*.yaml"))
 COMMANDS = ("plan", "render")
 CASES = sorted(COMMITTED) + sorted(GENERATED)
-SHARDS = 4  # each shard is one runner process; xdist spreads them over the workers
+SHARDS = 2  # each shard is one runner process; xdist spreads them over the workers
 
 
 @dataclass(frozen=True)
@@ -205,8 +205,7 @@ def _problem(run: Run, answer: dict[str, Any], before: set[Path]) -> str | None:
 
 def _rejected_by_kubernetes(directories: list[Path]) -> str | None:
     """What the apply-directory check finds in each render: objects Kubernetes refuses, or anything else."""
-    problems = [p for d in directories for p in apply_directory_problems(d / APPLY_DIR)]
-    return "; ".join(problems) or None
+    return "; ".join(apply_directories_problems([d / APPLY_DIR for d in directories])) or None
 
 
 def _runs(cases: list[str], tmp_path: Path) -> list[Run]:

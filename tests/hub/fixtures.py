@@ -8,8 +8,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from colo.catalog.data import parse_yaml
 from tests.hub.server import Content, HubRepo, Snapshot, commit_of
 from tests.paths import REPO_ROOT
 
@@ -20,7 +19,7 @@ ACCESS_TOKEN = "hf_colo_tests_access"  # what the local Hub accepts for its gate
 
 @cache
 def sources() -> dict[str, dict[str, Any]]:
-    data: dict[str, dict[str, Any]] = yaml.safe_load((HUB_FILES / "SOURCES.yaml").read_text())["models"]
+    data: dict[str, dict[str, Any]] = parse_yaml((HUB_FILES / "SOURCES.yaml").read_text())["models"]
     return data
 
 

@@ -101,7 +101,11 @@ class Servers:
         self.servers = {role: ThreadingHTTPServer(("127.0.0.1", 0), handler(gpu)) for role in roles}
         for server in self.servers.values():
             server.daemon_threads = True
-        self.threads = [threading.Thread(target=s.serve_forever, daemon=True) for s in self.servers.values()]
+        # shutdown() waits for serve_forever's next poll: half a second a server at its default interval
+        self.threads = [
+            threading.Thread(target=s.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+            for s in self.servers.values()
+        ]
 
     @property
     def ports(self) -> dict[str, int]:

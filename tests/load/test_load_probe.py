@@ -3,6 +3,7 @@ and seconds, the probe by its deadline, the cost beside over alone, and no conne
 
 from __future__ import annotations
 
+import functools
 import json
 import socket
 import threading
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from colo.cli import main
+from colo.cli import load_cmd, main
 from colo.load.phases import LoadSettings, costs, probe
 from colo.load.portforward import PortForwards, pair_pod
 from colo.load.requests import Target
@@ -101,12 +102,17 @@ def test_no_worker_thread_outlives_the_probe() -> None:
 
 def test_the_api_key_is_sent_where_the_servers_ask_for_it() -> None:
     with Servers(Gpu(api_key="k")) as servers:
-        refused = probe(_connect, *_targets(servers.ports), LoadSettings(concurrencies=(1,), max_tokens=4))
-        allowed = probe(
-            _connect, *_targets(servers.ports, "k"), LoadSettings(concurrencies=(1,), max_tokens=4)
-        )
+        settings = LoadSettings(concurrencies=(1,), max_tokens=4, companion_seconds=1)
+        refused = probe(_connect, *_targets(servers.ports), settings)
+        allowed = probe(_connect, *_targets(servers.ports, "k"), settings)
     assert refused[1].summaries["llm"]["ok"] == 0 and "401" in refused[1].summaries["llm"]["errors"][0]
     assert allowed[1].summaries["llm"]["ok"] == 4
+
+
+@pytest.fixture
+def brief_companions_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`colo load` keeps the companions busy alone for 10 s, a figure no flag sets; a second shows that phase here."""
+    monkeypatch.setattr(load_cmd, "LoadSettings", functools.partial(LoadSettings, companion_seconds=1.0))
 
 
 def _cli(ports: dict[str, int], *extra: str) -> list[str]:
@@ -127,6 +133,7 @@ def _cli(ports: dict[str, int], *extra: str) -> list[str]:
     ]
 
 
+@pytest.mark.usefixtures("brief_companions_alone")
 def test_colo_load_reports_each_phase_and_the_cost_in_json(capsys: pytest.CaptureFixture[str]) -> None:
     with Servers(Gpu()) as servers:
         assert main(_cli(servers.ports, "--format", "json")) == 0
@@ -136,6 +143,7 @@ def test_colo_load_reports_each_phase_and_the_cost_in_json(capsys: pytest.Captur
     assert set(report["cost"]) == {"c=1", "c=2"}
 
 
+@pytest.mark.usefixtures("brief_companions_alone")
 def test_colo_load_prints_a_table_with_the_cost_beside_over_alone(capsys: pytest.CaptureFixture[str]) -> None:
     with Servers(Gpu()) as servers:
         assert main(_cli(servers.ports)) == 0
@@ -144,6 +152,7 @@ def test_colo_load_prints_a_table_with_the_cost_beside_over_alone(capsys: pytest
     assert "beside companions at c=2: TTFT" in out and "over alone" in out
 
 
+@pytest.mark.usefixtures("brief_companions_alone")
 def test_colo_load_with_nothing_listening_says_so_and_fails(capsys: pytest.CaptureFixture[str]) -> None:
     free = socket.socket()
     free.bind(("127.0.0.1", 0))
@@ -167,6 +176,7 @@ def test_a_mistyped_pair_is_told_the_closest_pair_of_the_stack(capsys: pytest.Ca
     )
 
 
+@pytest.mark.usefixtures("brief_companions_alone")
 def test_each_pair_loaded_says_so_on_stderr_and_only_the_report_reaches_stdout(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

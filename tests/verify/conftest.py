@@ -8,9 +8,11 @@ from typing import Any
 import pytest
 import yaml
 
+from colo.catalog.data import parse_yaml
+
 FIXTURES = Path(__file__).parent
 LOGS: dict[str, dict[str, Any]] = {
-    entry["id"]: entry for entry in yaml.safe_load((FIXTURES / "startup_logs.yaml").read_text())["logs"]
+    entry["id"]: entry for entry in parse_yaml((FIXTURES / "startup_logs.yaml").read_text())["logs"]
 }
 # vLLM 0.15.1 serving Llama-3.1-8B-Instruct eager at util 0.9 on an A100 40GB (https://github.com/ilseokoh/
 # vllm-gce, cited in startup_logs.yaml). No catalog constant lists it under `informed_by`, so it is an

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
+from colo.catalog.data import parse_yaml
 from colo.verify.compare import compare
 from colo.verify.metrics import CacheConfigInfo, cache_config_info
 from colo.verify.startup_log import parse_startup_log
@@ -23,7 +22,7 @@ LOGS = Path(__file__).resolve().parents[2] / "bench" / "data" / "vllm_startup_lo
 # whose notes say "Hybrid page: attention block size 1568"): its lines as published.
 HYBRID_LINES = next(
     "\n".join(entry["excerpt"])
-    for entry in yaml.safe_load(LOGS.read_text())["entries"]
+    for entry in parse_yaml(LOGS.read_text())["entries"]
     if "attention block size 1568" in str(entry.get("notes"))
 )
 LABEL_16 = CacheConfigInfo(num_gpu_blocks=None, block_size=16)

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from packaging.version import Version
 
+from colo.catalog.data import parse_yaml
 from colo.verify.startup_log import parse_startup_log
 
-LOGS: list[dict[str, Any]] = yaml.safe_load((Path(__file__).parent / "startup_logs.yaml").read_text())["logs"]
+LOGS: list[dict[str, Any]] = parse_yaml((Path(__file__).parent / "startup_logs.yaml").read_text())["logs"]
 BY_ID = {entry["id"]: entry for entry in LOGS}
 
 

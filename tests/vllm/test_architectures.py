@@ -14,8 +14,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-import yaml
 
+from colo.catalog.data import parse_yaml
 from colo.vllm import architectures as arch
 from colo.vllm.architectures import (
     ArchitecturesFileError,
@@ -39,9 +39,7 @@ POOLING_ROLES = {"embedding", "embeddings", "reranker", "rerankers"}
 
 
 def _raw() -> dict[str, Any]:
-    data: dict[str, Any] = yaml.safe_load(
-        resources.files("colo.vllm").joinpath("architectures.yaml").read_text()
-    )
+    data: dict[str, Any] = parse_yaml(resources.files("colo.vllm").joinpath("architectures.yaml").read_text())
     return data
 
 
@@ -222,7 +220,7 @@ def _pins(node: Any, role: str | None = None) -> Iterator[tuple[str, str, str]]:
 def _pinned_servers() -> list[tuple[str, str, str, str]]:
     servers = []
     for path in sorted([*REPO_ROOT.glob("stacks/*.yaml"), *REPO_ROOT.glob("packs/*.yaml")]):
-        for model, version, role in _pins(yaml.safe_load(path.read_text())):
+        for model, version, role in _pins(parse_yaml(path.read_text())):
             servers.append((path.name, model, version, role))
     return sorted(set(servers))
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from colo.catalog.data import parse_yaml
 from colo.vllm.rules import (
     MeasuredConstants,
     VllmRules,
@@ -30,7 +30,7 @@ from tests.vllm.helpers import process
 
 def _raw() -> dict[str, Any]:
     text = resources.files("colo.vllm").joinpath("rules.yaml").read_text()
-    data: dict[str, Any] = yaml.safe_load(text)
+    data: dict[str, Any] = parse_yaml(text)
     return data
 
 
@@ -192,7 +192,7 @@ def test_a_release_falls_in_the_newest_range_that_starts_at_or_before_it() -> No
 
 
 def test_every_architecture_without_pp_support_is_listed_over_releases_colo_mirrors_in_order() -> None:
-    data = yaml.safe_load(resources.files("colo.vllm").joinpath("pp_support.yaml").read_text())
+    data = parse_yaml(resources.files("colo.vllm").joinpath("pp_support.yaml").read_text())
     assert str(data["source"]).strip()
     # the release-keyed tables are extended together, the rules' range for a new release with them or after
     first, last = rules_for("0.8.0").first, serve_tables()[-1].last

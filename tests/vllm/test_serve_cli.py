@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from colo.catalog.data import parse_yaml
 from colo.vllm.rules import release_key
 from colo.vllm.serve_cli import (
     ServeArgsRefusal,
@@ -24,7 +24,7 @@ from colo.vllm.serve_cli import (
 
 HERE = Path(__file__).parent
 ORACLE = json.loads((HERE / "serve_cli_oracle.json").read_text())
-CORPUS = {" ".join(line): line for line in yaml.safe_load((HERE / "serve_cli_corpus.yaml").read_text())}
+CORPUS = {" ".join(line): line for line in parse_yaml((HERE / "serve_cli_corpus.yaml").read_text())}
 MODEL = ORACLE["model"]
 COLO_ARGS = [MODEL, *ORACLE["colo_args"]]  # what colo passes before the extra arguments
 

@@ -11,7 +11,10 @@ from typing import Any
 import pytest
 
 from bench.gpu.compare_run import compare, markdown
-from bench.gpu.make_spec import plan_json
+from tests.bench.gpu.plans import PLANS, stack_plan
+
+# the stack is planned once, on one worker, with the spec's and the MPS runs' tests
+pytestmark = pytest.mark.xdist_group(PLANS)
 
 EMBEDDING_LOG = """INFO vLLM API server version 0.22.0
 INFO Model loading took 1.12 GiB memory and 1.0 seconds
@@ -61,7 +64,7 @@ def _results(tmp_path: Path, plan: dict[str, Any], logs: dict[str, str]) -> Path
 
 @pytest.fixture(scope="module")
 def dense_plan() -> dict[str, Any]:
-    return plan_json("h200-dense")
+    return stack_plan("h200-dense")
 
 
 def test_every_planned_figure_is_set_beside_what_the_log_printed(

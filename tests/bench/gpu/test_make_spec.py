@@ -7,17 +7,18 @@ from typing import Any
 import pytest
 import yaml
 
-from bench.gpu.make_spec import ENV, HERE, SpecError, build_spec, plan_json
+from bench.gpu.make_spec import ENV, HERE, SpecError, build_spec
+from tests.bench.gpu.plans import PLANS, stack_plan
 
-# the three stacks' plans (a subprocess each) are made once, on one worker
-pytestmark = pytest.mark.xdist_group("make-spec")
+# each stack's plan (a subprocess) is made once, on one worker
+pytestmark = pytest.mark.xdist_group(PLANS)
 
 
 @pytest.fixture(
     scope="session"
 )  # session: xdist may interleave other modules, which ends a module's fixtures
 def dense_plans() -> dict[str, Any]:
-    return {stack: plan_json(stack) for stack in ("h200-dense", "h200-toolarge", "h200-eager")}
+    return {stack: stack_plan(stack) for stack in ("h200-dense", "h200-toolarge", "h200-eager")}
 
 
 def _planned_args(plan: dict[str, Any], name: str) -> list[str]:
@@ -81,7 +82,7 @@ def test_a_server_no_plan_has_is_refused(dense_plans: dict[str, Any]) -> None:
 
 @pytest.fixture(scope="module")
 def h100_plans() -> dict[str, Any]:
-    return {stack: plan_json(stack) for stack in ("h100-encoder", "h100-hybrid")}
+    return {stack: stack_plan(stack) for stack in ("h100-encoder", "h100-hybrid")}
 
 
 def test_the_h100_run_probes_every_server_and_gives_the_hybrid_its_prefill_kernel_last(
@@ -115,7 +116,7 @@ def test_server_options_for_an_unplanned_server_or_an_unknown_key_are_refused(
 
 def test_the_mps_run_copies_planned_servers_changing_only_port_environment_and_client() -> None:
     run = yaml.safe_load((HERE / "runs" / "mps.yaml").read_text())
-    plans = {"h200-mps": plan_json("h200-mps")}
+    plans = {"h200-mps": stack_plan("h200-mps")}
     spec = build_spec(run, plans)
     assert spec["mps"] is True
     servers = spec["servers"]

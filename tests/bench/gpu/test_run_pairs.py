@@ -7,6 +7,7 @@ refusal as a refusal, and leave nothing running that it started.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
@@ -72,10 +73,14 @@ def gpu(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> Sandbox:
     monkeypatch.setenv("FAKE_GPU_STATE", str(state))
     monkeypatch.setenv("FAKE_VLLM_MIB", "4000")
     monkeypatch.setenv("FAKE_VLLM_FREE_FRACTION", "0.95")
-    # tokenizer.json comes from the `tokenizers` library on the GPU machine; here a file in its place
+    # tokenizer.json comes from the `tokenizers` library on the GPU machine; here a file in its place, and no
+    # vocabulary (150,000 words a model) is made for it
     monkeypatch.setattr(
         "bench.gpu.harness.model_dirs.write_tokenizer_json", lambda path, *_: path.write_text("{}")
     )
+    monkeypatch.setattr("bench.gpu.harness.model_dirs.vocabulary", lambda config: {})
+    # A real server takes a minute to start and is asked for /health each second; the fake is up at once.
+    monkeypatch.setattr(run_pairs, "wait_ready", functools.partial(run_pairs.wait_ready, poll_s=0.05))
     return sandbox
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from colo.catalog.data import parse_yaml
 from colo.vllm.checkpoint.architecture import ArchitectureError
 from colo.vllm.checkpoint.config_defaults import class_defaults, with_class_defaults
 from colo.vllm.checkpoint.hf_config import from_hf_config
@@ -48,9 +49,8 @@ def test_a_model_type_whose_class_colo_has_not_read_gets_no_invented_value() -> 
 
 
 def test_every_default_table_names_the_class_it_was_read_from() -> None:
-    import yaml
 
-    table = yaml.safe_load((REPO_ROOT / "colo" / "vllm" / "checkpoint" / "config_defaults.yaml").read_text())
+    table = parse_yaml((REPO_ROOT / "colo" / "vllm" / "checkpoint" / "config_defaults.yaml").read_text())
     for model_type, entry in table.items():
         assert "transformers" in entry["source"] and "Config.__init__" in entry["source"], model_type
         assert entry["defaults"], model_type
