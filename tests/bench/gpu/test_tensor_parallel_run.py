@@ -4,6 +4,7 @@ each GPU beside the plan."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
@@ -123,6 +124,8 @@ def two_gpus(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> Sandbox:
     monkeypatch.setattr(
         "bench.gpu.harness.model_dirs.write_tokenizer_json", lambda path, *_: path.write_text("{}")
     )
+    # A real server takes a minute to start and is asked for /health each second; the fake is up at once.
+    monkeypatch.setattr(run_pairs, "wait_ready", functools.partial(run_pairs.wait_ready, poll_s=0.05))
     return sandbox
 
 
