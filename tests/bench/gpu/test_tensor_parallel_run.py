@@ -19,6 +19,7 @@ from bench.gpu.compare_run import gpu_process_memory, group_report
 from bench.gpu.harness import run_pairs
 from bench.gpu.log_figures import rank_figures
 from bench.gpu.make_spec import HERE, MULTICAST_OFF, SpecError, build_spec, plan_json
+from tests.bench.gpu.plans import stack_plan
 from tests.scripts.fakes import Sandbox
 
 FAKE_VLLM = Path(__file__).resolve().parent / "fake_vllm.py"
@@ -43,7 +44,7 @@ exit 0
 
 @pytest.fixture(scope="module")
 def tp2_plan() -> dict[str, Any]:
-    return plan_json("tp2")
+    return stack_plan("tp2")
 
 
 @pytest.fixture(scope="module")
@@ -82,12 +83,13 @@ def test_the_stacks_can_be_planned_for_the_gpu_the_machine_has() -> None:
     plan = plan_json("tp4", gpu="H200")
     assert plan["gpu"]["name"] == "H200" and plan["feasible"], plan["problems"]
     assert plan["pairs"][0]["group"]["tensor_parallel_size"] == 4
+    assert stack_plan("tp4", gpu="H200") == plan  # the bench tests' plans, made in-process, are plan_json's
 
 
 @pytest.mark.parametrize("size", [2, 4, 8])
 def test_the_per_rank_non_torch_runs_start_the_llm_alone_on_every_gpu(size: int) -> None:
     run = yaml.safe_load((HERE / "runs" / f"nontorch-tp{size}.yaml").read_text())
-    spec = build_spec(run, {f"nontorch-tp{size}": plan_json(f"nontorch-tp{size}")})
+    spec = build_spec(run, {f"nontorch-tp{size}": stack_plan(f"nontorch-tp{size}")})
     (llm,) = spec["servers"].values()
     assert llm["env"]["CUDA_VISIBLE_DEVICES"] == ",".join(map(str, range(size)))
     assert spec["gpus"] == list(range(size))
