@@ -4,6 +4,7 @@ a prefix that vLLM's prefix cache could serve."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import socket
@@ -59,6 +60,11 @@ class Connection(http.client.HTTPConnection):
     def connect(self) -> None:
         self.sock = self._connector(self.port)
         self.sock.settimeout(self.timeout)
+        # http.client sends a request's headers and body apart: without TCP_NODELAY (which its own connect()
+        # sets) the body waits for the headers' delayed ACK, 40 ms a request on a kept-alive Linux connection,
+        # all of it added to the TTFT and latency measured. A port-forward's socket may be no TCP socket.
+        with contextlib.suppress(OSError):
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
 def _headers(target: Target) -> dict[str, str]:

@@ -23,7 +23,8 @@ class _Echo(socketserver.BaseRequestHandler):
 @pytest.fixture
 def proxy(tmp_path: Path) -> Iterator[EgressProxy]:
     server = EgressProxy(tmp_path / "egress.sock", {8000: "vllm:num_requests_running 0\n"})
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # shutdown() waits for serve_forever's next poll: half a second a server at its default interval
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield server
     server.shutdown()
@@ -40,7 +41,7 @@ def connect(proxy: EgressProxy, target: str) -> tuple[socket.socket, bytes]:
 
 def test_a_tunnel_to_loopback_reaches_the_server_there(proxy: EgressProxy) -> None:
     with socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Echo) as echo:
-        threading.Thread(target=echo.serve_forever, daemon=True).start()
+        threading.Thread(target=echo.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         client, reply = connect(proxy, f"127.0.0.1:{echo.server_address[1]}")
         with client:
             assert reply.startswith(b"HTTP/1.1 200")

@@ -122,8 +122,9 @@ class LocalHub:
                 return
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        # shutdown() waits for serve_forever's next poll: every 10 ms, as a hundred tests start and stop a hub
         threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
         ).start()
         return self
 

@@ -35,6 +35,9 @@ class Gpu:
 def handler(gpu: Gpu) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, as vLLM's server does
+        # TCP_NODELAY, as vLLM's server (asyncio sets it on every TCP transport): headers, body and each streamed
+        # token leave at once, not after the client's delayed ACK of the write before (40 ms each)
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

@@ -3,20 +3,22 @@ and seconds, the probe by its deadline, the cost beside over alone, and no conne
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import socket
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from colo.cli import load_cmd, main
-from colo.load.phases import LoadSettings, costs, probe
+from colo.load.phases import LoadSettings, Phase, costs, probe
 from colo.load.portforward import PortForwards, pair_pod
-from colo.load.requests import Target
+from colo.load.requests import Connection, Target
 from colo.verify.cluster import ClusterUnreachable
 from tests.load.fake_openai import Gpu, Servers
 
@@ -32,14 +34,38 @@ def _targets(ports: dict[str, int], api_key: str | None = None) -> tuple[Target,
     return llm, [Target("embedding", ports["embedding"], "Qwen/Qwen3-Embedding-0.6B", "embeddings", api_key)]
 
 
+# The companions-alone phase is the one phase that lasts its seconds whatever the servers do: a third of a second
+# (the fake's pooling requests take 10 to 50 ms, four at a time) instead of the 10 s `colo load` gives it.
+COMPANIONS_ALONE_S = 0.3
 FAST = LoadSettings(
-    concurrencies=(1, 4), requests_per_slot=2, max_tokens=16, phase_seconds=20, companion_seconds=1
+    concurrencies=(1, 4),
+    requests_per_slot=2,
+    max_tokens=16,
+    phase_seconds=20,
+    companion_seconds=COMPANIONS_ALONE_S,
 )
 
 
-def test_phases_run_companions_alone_then_each_concurrency_alone_and_beside() -> None:
-    with Servers(Gpu()) as servers:
+@dataclass(frozen=True)
+class FastProbe:
+    phases: list[Phase]
+    served: dict[str, int]  # the fake servers' count of requests, by path
+    workers_left: list[str]  # the probe's worker threads still alive when it returned
+
+
+@pytest.fixture(scope="module")
+def fast_probe() -> FastProbe:
+    """One FAST probe against fresh fake servers, read by each test about what any probe must do."""
+    gpu = Gpu()
+    with Servers(gpu) as servers:
         phases = probe(_connect, *_targets(servers.ports), FAST)
+        # the probe's own workers (named after their target); the fake servers' come and go
+        left = [t.name for t in threading.enumerate() if "_worker" in t.name]
+    return FastProbe(phases, dict(gpu.served), left)
+
+
+def test_phases_run_companions_alone_then_each_concurrency_alone_and_beside(fast_probe: FastProbe) -> None:
+    phases = fast_probe.phases
     assert [p.label for p in phases] == [
         "companions alone",
         "llm c=1 alone",
@@ -50,19 +76,17 @@ def test_phases_run_companions_alone_then_each_concurrency_alone_and_beside() ->
     assert not any(p.skipped for p in phases)
 
 
-def test_the_llm_sends_exactly_its_bounded_requests_per_phase() -> None:
-    gpu = Gpu()
-    with Servers(gpu) as servers:
-        phases = probe(_connect, *_targets(servers.ports), FAST)
-    llm = {p.label: p.summaries["llm"] for p in phases if "llm" in p.summaries}
+def test_the_llm_sends_exactly_its_bounded_requests_per_phase(fast_probe: FastProbe) -> None:
+    llm = {p.label: p.summaries["llm"] for p in fast_probe.phases if "llm" in p.summaries}
     assert [(s["requests"], s["ok"]) for s in llm.values()] == [(4, 4), (4, 4), (8, 8), (8, 8)]
-    assert gpu.served["/v1/completions"] == 24
+    assert fast_probe.served["/v1/completions"] == 24
     assert all(s["ttft_p50_ms"] is not None and s["tpot_p50_ms"] is not None for s in llm.values())
 
 
 def test_busy_companions_show_as_a_cost_over_the_llm_alone() -> None:
+    # 8 tokens a request: beside four companions each decodes at a fifth of the speed, 16 took 1.3 s a phase
     with Servers(Gpu(token_s=0.004, slowdown_per_companion=1.0, pooling_s=0.05)) as servers:
-        phases = probe(_connect, *_targets(servers.ports), FAST)
+        phases = probe(_connect, *_targets(servers.ports), dataclasses.replace(FAST, max_tokens=8))
     cost = costs(phases, "llm")
     assert set(cost) == {"c=1", "c=4"}
     assert cost["c=4"]["tpot_p50_percent"] > 50
@@ -71,20 +95,29 @@ def test_busy_companions_show_as_a_cost_over_the_llm_alone() -> None:
 
 def test_a_phase_ends_at_its_seconds_however_slow_the_llm() -> None:
     slow = LoadSettings(
-        concurrencies=(1,), requests_per_slot=50, max_tokens=64, phase_seconds=2, companion_seconds=1
+        concurrencies=(1,),
+        requests_per_slot=50,
+        max_tokens=64,
+        phase_seconds=0.5,
+        companion_seconds=COMPANIONS_ALONE_S,
     )
-    with Servers(Gpu(token_s=0.02)) as servers:
+    with Servers(Gpu(token_s=0.02)) as servers:  # 1.3 s a request: 50 would take over a minute
         started = time.monotonic()
         phases = probe(_connect, *_targets(servers.ports), slow)
         took = time.monotonic() - started
     alone = next(p for p in phases if p.label == "llm c=1 alone")
-    assert alone.wall_s <= 2.2 and alone.summaries["llm"]["requests"] < 50
-    assert took < 1 + 2 * 2 + 2  # companions alone, two phases; what was in flight is cut at each end
+    assert alone.wall_s <= 0.7 and alone.summaries["llm"]["requests"] < 50
+    # companions alone, two phases; what was in flight is cut at each end
+    assert took < COMPANIONS_ALONE_S + 2 * 0.5 + 2
 
 
 def test_phases_past_the_deadline_are_skipped_and_said_so() -> None:
     short = LoadSettings(
-        concurrencies=(1, 4, 8), max_tokens=16, phase_seconds=2, companion_seconds=2, max_seconds=3
+        concurrencies=(1, 4, 8),
+        max_tokens=16,
+        phase_seconds=1,
+        companion_seconds=COMPANIONS_ALONE_S,
+        max_seconds=1,
     )
     with Servers(Gpu(token_s=0.01)) as servers:
         phases = probe(_connect, *_targets(servers.ports), short)
@@ -93,16 +126,13 @@ def test_phases_past_the_deadline_are_skipped_and_said_so() -> None:
     assert phases[-1].skipped
 
 
-def test_no_worker_thread_outlives_the_probe() -> None:
-    with Servers(Gpu()) as servers:
-        probe(_connect, *_targets(servers.ports), FAST)
-        left = [t.name for t in threading.enumerate() if "_worker" in t.name]
-    assert left == []  # the probe's own workers (named after their target); the fake servers' come and go
+def test_no_worker_thread_outlives_the_probe(fast_probe: FastProbe) -> None:
+    assert fast_probe.workers_left == []
 
 
 def test_the_api_key_is_sent_where_the_servers_ask_for_it() -> None:
     with Servers(Gpu(api_key="k")) as servers:
-        settings = LoadSettings(concurrencies=(1,), max_tokens=4, companion_seconds=1)
+        settings = LoadSettings(concurrencies=(1,), max_tokens=4, companion_seconds=COMPANIONS_ALONE_S)
         refused = probe(_connect, *_targets(servers.ports), settings)
         allowed = probe(_connect, *_targets(servers.ports, "k"), settings)
     assert refused[1].summaries["llm"]["ok"] == 0 and "401" in refused[1].summaries["llm"]["errors"][0]
@@ -111,8 +141,11 @@ def test_the_api_key_is_sent_where_the_servers_ask_for_it() -> None:
 
 @pytest.fixture
 def brief_companions_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`colo load` keeps the companions busy alone for 10 s, a figure no flag sets; a second shows that phase here."""
-    monkeypatch.setattr(load_cmd, "LoadSettings", functools.partial(LoadSettings, companion_seconds=1.0))
+    """`colo load` keeps the companions busy alone for 10 s, a figure no flag sets; a third of a second shows that
+    phase here."""
+    monkeypatch.setattr(
+        load_cmd, "LoadSettings", functools.partial(LoadSettings, companion_seconds=COMPANIONS_ALONE_S)
+    )
 
 
 def _cli(ports: dict[str, int], *extra: str) -> list[str]:
@@ -242,3 +275,19 @@ def test_every_port_forward_opened_is_closed(monkeypatch: pytest.MonkeyPatch) ->
         forwards.close()
     assert phases[1].summaries["llm"]["ok"] == 4
     assert opened and all(f.closed for f in opened) and forwards.opened == []
+
+
+def test_a_connection_sends_each_request_at_once_and_takes_any_socket_a_port_forward_gives() -> None:
+    """http.client writes a request's headers and its body apart; without TCP_NODELAY the body waited for the
+    server's delayed ACK of the headers, 40 ms counted into every kept-alive request's TTFT."""
+    with Servers(Gpu()) as servers:
+        connection = Connection(_connect, servers.ports["llm"], 5)
+        connection.connect()
+        assert connection.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+        connection.close()
+    ours, theirs = socket.socketpair()  # what kubernetes' port-forward hands over: no TCP socket
+    with theirs:
+        connection = Connection(lambda port: ours, 8000, 5)
+        connection.connect()
+        assert connection.sock is ours
+        connection.close()

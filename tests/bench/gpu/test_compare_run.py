@@ -11,10 +11,7 @@ from typing import Any
 import pytest
 
 from bench.gpu.compare_run import compare, markdown
-from tests.bench.gpu.plans import PLANS, stack_plan
-
-# the stack is planned once, on one worker, with the spec's and the MPS runs' tests
-pytestmark = pytest.mark.xdist_group(PLANS)
+from tests.bench.gpu.plans import stack_plan
 
 EMBEDDING_LOG = """INFO vLLM API server version 0.22.0
 INFO Model loading took 1.12 GiB memory and 1.0 seconds

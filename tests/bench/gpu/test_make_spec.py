@@ -8,10 +8,7 @@ import pytest
 import yaml
 
 from bench.gpu.make_spec import ENV, HERE, SpecError, build_spec
-from tests.bench.gpu.plans import PLANS, stack_plan
-
-# each stack's plan (a subprocess) is made once, on one worker
-pytestmark = pytest.mark.xdist_group(PLANS)
+from tests.bench.gpu.plans import stack_plan
 
 
 @pytest.fixture(

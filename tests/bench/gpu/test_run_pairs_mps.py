@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from bench.gpu.harness import run_pairs
-from tests.bench.gpu.plans import PLANS, stack_plan
+from tests.bench.gpu.plans import stack_plan
 from tests.bench.gpu.test_run_pairs import _free_ports, _records, _spec, gpu
 from tests.scripts.fakes import Sandbox
 
@@ -142,7 +142,6 @@ def test_companion_throughput_is_reported_per_second(mps_gpu: Sandbox, tmp_path:
     assert embedding["requests_per_s"] == pytest.approx(embedding["ok"] / embedding["wall_s"], rel=0.05)
 
 
-@pytest.mark.xdist_group(PLANS)  # each stack planned once, on one worker, with the spec's tests
 @pytest.mark.parametrize(
     "run_file", ["mps.yaml", "mps-h100.yaml", "combined-h100.yaml", "combined-h200.yaml"]
 )
@@ -150,7 +149,7 @@ def test_the_checked_in_mps_run_goes_through_end_to_end_against_the_fakes(
     mps_gpu: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_file: str
 ) -> None:
     """A checked-in MPS run as make_spec builds it, on free ports, with the phases shortened (background-only
-    phases to half a second, the LLM's answers to 8 tokens): every start and phase runs, each server attached
+    phases to a quarter of a second, the LLM's answers to 8 tokens): every start and phase runs, each server attached
     as the run says, and the daemon quits last."""
     import yaml
 
@@ -167,7 +166,7 @@ def test_the_checked_in_mps_run_goes_through_end_to_end_against_the_fakes(
             action["timeout_s"], action["min_s"] = 30, 1
         if "load" in action:
             clients = action["load"]["clients"]
-            action["load"]["duration_s"] = 2 if any("requests" in c for c in clients) else 0.5
+            action["load"]["duration_s"] = 2 if any("requests" in c for c in clients) else 0.25
             for client in clients:
                 client["port"] = ports[client["server"]]
                 if "max_tokens" in client:

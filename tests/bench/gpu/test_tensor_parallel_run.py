@@ -4,6 +4,7 @@ each GPU beside the plan."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
@@ -18,6 +19,7 @@ from bench.gpu.compare_run import gpu_process_memory, group_report
 from bench.gpu.harness import run_pairs
 from bench.gpu.log_figures import rank_figures
 from bench.gpu.make_spec import HERE, MULTICAST_OFF, SpecError, build_spec, plan_json
+from tests.bench.gpu.plans import stack_plan
 from tests.scripts.fakes import Sandbox
 
 FAKE_VLLM = Path(__file__).resolve().parent / "fake_vllm.py"
@@ -42,7 +44,7 @@ exit 0
 
 @pytest.fixture(scope="module")
 def tp2_plan() -> dict[str, Any]:
-    return plan_json("tp2")
+    return stack_plan("tp2")
 
 
 @pytest.fixture(scope="module")
@@ -81,12 +83,13 @@ def test_the_stacks_can_be_planned_for_the_gpu_the_machine_has() -> None:
     plan = plan_json("tp4", gpu="H200")
     assert plan["gpu"]["name"] == "H200" and plan["feasible"], plan["problems"]
     assert plan["pairs"][0]["group"]["tensor_parallel_size"] == 4
+    assert stack_plan("tp4", gpu="H200") == plan  # the bench tests' plans, made in-process, are plan_json's
 
 
 @pytest.mark.parametrize("size", [2, 4, 8])
 def test_the_per_rank_non_torch_runs_start_the_llm_alone_on_every_gpu(size: int) -> None:
     run = yaml.safe_load((HERE / "runs" / f"nontorch-tp{size}.yaml").read_text())
-    spec = build_spec(run, {f"nontorch-tp{size}": plan_json(f"nontorch-tp{size}")})
+    spec = build_spec(run, {f"nontorch-tp{size}": stack_plan(f"nontorch-tp{size}")})
     (llm,) = spec["servers"].values()
     assert llm["env"]["CUDA_VISIBLE_DEVICES"] == ",".join(map(str, range(size)))
     assert spec["gpus"] == list(range(size))
@@ -123,6 +126,8 @@ def two_gpus(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> Sandbox:
     monkeypatch.setattr(
         "bench.gpu.harness.model_dirs.write_tokenizer_json", lambda path, *_: path.write_text("{}")
     )
+    # A real server takes a minute to start and is asked for /health each second; the fake is up at once.
+    monkeypatch.setattr(run_pairs, "wait_ready", functools.partial(run_pairs.wait_ready, poll_s=0.05))
     return sandbox
 
 
