@@ -261,3 +261,20 @@ def test_the_json_plan_carries_the_sharing_mode_its_clients_and_the_cost_source(
     assert view["mps_clients"][0].endswith(f"plus the MPS server's {SERVER_MIB} MiB")
     assert view["cost"]["exact"] and view["cost"]["llm_cost_percent"]["c16_tpot"] == 11
     assert "per-request records were not stored" in view["cost"]["source"]
+
+
+@pytest.mark.parametrize(("cap", "context_mib"), [(10, 87), (15, 113)])
+def test_an_h100_companion_capped_below_a_quarter_plans_with_its_measured_context_and_cost(
+    cap: int, context_mib: int
+) -> None:
+    raw = _h200_pair("mps", cap=cap)
+    raw["nodePool"]["gpu"] = "H100-SXM"
+    plan = _plan(raw)
+    assert plan.feasible, plan.problems
+    (pair,) = plan.pairs
+    assert pair.sharing is not None
+    described = [client.describe() for client in pair.sharing.clients if client is not None]
+    expected = f"MPS client at {cap} % threads: context {context_mib} MiB and cuBLAS 118 MiB (measured)"
+    assert any(text.startswith(expected) for text in described), described
+    setting = pair.sharing.cost.setting
+    assert pair.sharing.cost.exact and setting is not None and setting.companion_cap == cap

@@ -24,25 +24,30 @@ RESULTS = ROOT / "bench" / "gpu" / "results"
 STACKS = ROOT / "bench" / "gpu" / "stacks"
 
 WITHIN = "within"
+# The runs, by the prefix of their files in RESULTS.
+H200_DENSE = "2026-12-02-h200-dense"
+H200_MOE = "2026-12-02-h200-moe"
+H200_RERANK = "2026-12-02-h200-rerank"
+H100_POOLING = "2026-12-07-h100-pooling"
 # (stack, run) -> server -> "within", or the first term off with the reason the plan is not the one to blame
 # or is: a real gap of the memory model.
 EXPECTED: dict[tuple[str, str], dict[str, str]] = {
-    ("h200-dense", "dense"): {
+    ("h200-dense", H200_DENSE): {
         # The embedding started on an empty compile cache: its activation peak is 0.32 GiB logged against the
         # 0.23 colo plans for a warm start (inside the term's tolerance), and its KV pool 4.5 % below the plan.
         "dense-embedding": WITHIN,
         "dense-llm": WITHIN,
     },
-    ("h200-toolarge", "dense"): {"toolarge-embedding": WITHIN, "toolarge-llm": WITHIN},
-    ("h200-eager", "dense"): {"eager-embedding": WITHIN, "eager-llm": WITHIN},
-    ("h200-moe", "moe"): {
+    ("h200-toolarge", H200_DENSE): {"toolarge-embedding": WITHIN, "toolarge-llm": WITHIN},
+    ("h200-eager", H200_DENSE): {"eager-embedding": WITHIN, "eager-llm": WITHIN},
+    ("h200-moe", H200_MOE): {
         "moe-embedding": WITHIN,
         "moe-reranker": WITHIN,
         # Its two companions held 0.73 GiB less than planned when it started, and its activation peak was
         # 2.68 GiB against 2.14 planned: gaps of the model.
         "moe-llm": "free_at_startup",
     },
-    ("h200-fp8", "moe"): {
+    ("h200-fp8", H200_MOE): {
         "fp8-embedding": WITHIN,
         "fp8-reranker": WITHIN,
         # The embedding server failed while serving before this one started (its log says so), so it found
@@ -50,7 +55,11 @@ EXPECTED: dict[tuple[str, str], dict[str, str]] = {
         "fp8-llm": "free_at_startup",
     },
     # The run started the reranker alone, not after the embedding as the plan orders them (verify says so).
-    ("h200-moe", "rerank"): {"moe-reranker": "free_at_startup"},
+    ("h200-moe", H200_RERANK): {"moe-reranker": "free_at_startup"},
+    # The pooling servers on a warm compile cache, each started alone (the reranker, too, which the plan starts
+    # after the embedding); bge-m3 has no KV cache and logs no memory profile, so its terms are weights and graphs.
+    ("h100-hybrid", H100_POOLING): {"hybrid-embedding": WITHIN, "hybrid-reranker": "free_at_startup"},
+    ("h100-encoder", H100_POOLING): {"encoder-embedding": WITHIN},
 }
 
 
@@ -59,7 +68,7 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = {}
     for run in {run for _, run in EXPECTED}:
         directory = tmp_path_factory.mktemp(run)
-        with tarfile.open(RESULTS / f"2026-12-02-h200-{run}-logs.tar.gz") as archive:
+        with tarfile.open(RESULTS / f"{run}-logs.tar.gz") as archive:
             archive.extractall(directory, filter="data")
         out[run] = directory / "logs"
     return out
@@ -68,7 +77,7 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def _verify(
     capsys: pytest.CaptureFixture[str], stack: str, run: str, logs: Path, *extra: str
 ) -> tuple[int, dict]:  # type: ignore[type-arg]
-    records = RESULTS / f"2026-12-02-h200-{run}-records.json"
+    records = RESULTS / f"{run}-records.json"
     argv = [
         "verify",
         "--config",
@@ -99,13 +108,13 @@ def test_a_server_that_holds_reads_within_on_its_own(
     logs: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The README's example: one server's log, compared with the flags it ran with."""
-    records = RESULTS / "2026-12-02-h200-dense-records.json"
+    records = RESULTS / f"{H200_DENSE}-records.json"
     argv = [
         "verify",
         "--config",
         str(STACKS / "Pulumi.h200-dense.yaml"),
         "--log",
-        str(logs["dense"] / "dense-llm.log"),
+        str(logs[H200_DENSE] / "dense-llm.log"),
     ]
     assert main([*argv, "--server", "dense/llm", "--plan", str(records)]) == 0
     assert (
@@ -117,7 +126,7 @@ def test_a_server_that_holds_reads_within_on_its_own(
 def test_without_the_flags_that_ran_todays_plan_pins_other_utilizations(
     logs: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["verify", "--config", str(STACKS / "Pulumi.h200-dense.yaml"), "--logs", str(logs["dense"])]
+    argv = ["verify", "--config", str(STACKS / "Pulumi.h200-dense.yaml"), "--logs", str(logs[H200_DENSE])]
     assert main([*argv, "--format", "json"]) == 1
     terms = {
         s["server"]: {t["term"]: t for t in s["terms"]}
