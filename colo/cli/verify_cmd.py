@@ -26,6 +26,7 @@ from colo.plan.stack import Plan, make_plan
 from colo.profiles import s3_profile_reader
 from colo.verify.check import check_reading, neighbour_checks
 from colo.verify.compare import Verdict, overall
+from colo.verify.idle import returned_before
 from colo.verify.ran_with import RanServer, differences, pinned_values, read_ran_with, start_order_note
 from colo.verify.readings import ServerReading, read_log_dir, read_log_file
 from colo.verify.record import Observed, record
@@ -183,7 +184,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"colo verify: nothing could be read: {readings}", file=sys.stderr)
         return Verdict.UNREADABLE
     planned = {server.name: (server, index == 0) for _, index, server in _servers(plan)}
-    checked = [check_reading(reading, planned) for reading in _started_only(readings, ran, args.plan)]
+    returned = returned_before(plan.pairs)
+    checked = [
+        check_reading(reading, planned, returned) for reading in _started_only(readings, ran, args.plan)
+    ]
     checks = [
         replace(check, notes=(*notes.get(check.name, ()), *check.notes))
         for check in neighbour_checks(checked, plan.pairs)

@@ -60,6 +60,7 @@ def verify_pair(namespace: str, selector: dict[str, str], pair: PairPlan, access
     from colo.verify.check import check_reading, neighbour_checks
     from colo.verify.cluster import ClusterReader, ClusterUnreachable, ServerTarget
     from colo.verify.compare import Verdict, overall
+    from colo.verify.idle import returned_before
     from colo.verify.report import render_text
 
     try:
@@ -74,7 +75,8 @@ def verify_pair(namespace: str, selector: dict[str, str], pair: PairPlan, access
     except ClusterUnreachable as unreachable:
         raise PlanNotConfirmed(f"colo verify {pair.name}: nothing could be read: {unreachable}") from None
     planned = {server.name: (server, index == 0) for index, server in enumerate(pair.servers)}
-    checks = neighbour_checks([check_reading(reading, planned) for reading in readings], [pair])
+    returned = returned_before([pair])
+    checks = neighbour_checks([check_reading(reading, planned, returned) for reading in readings], [pair])
     text = render_text(pulumi.get_stack(), checks, markdown=False)
     if overall(checks) is not Verdict.WITHIN:
         raise PlanNotConfirmed(text)

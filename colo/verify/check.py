@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from colo.plan.pair import PairPlan
@@ -12,7 +12,7 @@ from colo.verify.metrics import cache_config_info
 from colo.verify.readings import ServerReading
 from colo.verify.record import Observed
 from colo.verify.shared_gpu import with_neighbours
-from colo.verify.startup_log import parse_startup_log
+from colo.verify.startup_log import StartupLog, parse_startup_log
 
 NO_STARTUP_LINES = (
     "the log holds none of vLLM's startup lines (Model loading took, Available KV cache memory, GPU KV cache "
@@ -24,24 +24,15 @@ COLD_COMPILE = (
     "start's) does not; a restart on the cache this start filled is the start to compare"
 )
 
+IDLE_BEFORE = (
+    "free memory at startup compared with the servers before it idle, as a first start in order finds them: "
+    "{gib:.2f} GiB of their activation peaks back with the driver (the plan's startup check keeps them at their "
+    "footprint, as a restart beside busy neighbours finds them)"
+)
 
-def check_reading(
-    reading: ServerReading, planned: dict[str, tuple[Server, bool]]
-) -> tuple[ServerCheck, Observed | None]:
-    """One server's check, and what `--record` may learn from it (None when nothing was read)."""
-    base = ServerCheck(reading.pair, reading.role, reading.name, reading.source)
-    if reading.name not in planned:
-        known = ", ".join(name.replace("-", "/", 1) for name in planned) or "none"
-        return replace(
-            base, unread=f"the plan has no server {reading.pair}/{reading.role} (planned: {known})"
-        ), None
-    server, first_in_pod = planned[reading.name]
-    if reading.unread is not None or reading.log_text is None:
-        return replace(base, unread=reading.unread or "no log"), None
-    log = parse_startup_log(reading.log_text)
-    if not log.has_startup_lines:
-        return replace(base, unread=NO_STARTUP_LINES), None
-    cache = cache_config_info(reading.metrics_text) if reading.metrics_text else None
+
+def _notes(log: StartupLog, returned_before: int) -> tuple[str, ...]:
+    """What the reader should know beside the terms: what the log itself says, and how it was compared."""
     notes: tuple[str, ...] = (
         (f"{log.ranks} tensor-parallel ranks logged; per-rank figures are the worst rank's",)
         if log.ranks > 1
@@ -60,9 +51,38 @@ def check_reading(
         notes += (f"vLLM sized its KV cache from profiling estimates: {log.extensible_disabled}",)
     if log.compile_cache == "cold":
         notes += (COLD_COMPILE,)
+    if returned_before:
+        notes += (IDLE_BEFORE.format(gib=returned_before / 2**30),)
+    return notes
+
+
+def check_reading(
+    reading: ServerReading,
+    planned: dict[str, tuple[Server, bool]],
+    returned: Mapping[str, int] | None = None,
+) -> tuple[ServerCheck, Observed | None]:
+    """One server's check, and what `--record` may learn from it (None when nothing was read). `returned`: by
+    server name, what the servers started before it hold below their footprint while idle (colo.verify.idle)."""
+    base = ServerCheck(reading.pair, reading.role, reading.name, reading.source)
+    if reading.name not in planned:
+        known = ", ".join(name.replace("-", "/", 1) for name in planned) or "none"
+        return replace(
+            base, unread=f"the plan has no server {reading.pair}/{reading.role} (planned: {known})"
+        ), None
+    server, first_in_pod = planned[reading.name]
+    if reading.unread is not None or reading.log_text is None:
+        return replace(base, unread=reading.unread or "no log"), None
+    log = parse_startup_log(reading.log_text)
+    if not log.has_startup_lines:
+        return replace(base, unread=NO_STARTUP_LINES), None
+    cache = cache_config_info(reading.metrics_text) if reading.metrics_text else None
+    before = (returned or {}).get(reading.name, 0)
+    notes = _notes(log, before)
     check = replace(
         base,
-        results=compare(server.memory_plan.budget, log, cache, release=server.vllm_version),
+        results=compare(
+            server.memory_plan.budget, log, cache, release=server.vllm_version, returned_before=before
+        ),
         error=log.error.describe() if log.error else None,
         notes=notes,
     )

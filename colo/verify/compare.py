@@ -84,17 +84,19 @@ def _gib(value: int) -> float:
 
 
 def planned_figures(
-    budget: ProcessBudget, *, summary_consumed: bool, release: str | None = None
+    budget: ProcessBudget, *, summary_consumed: bool, release: str | None = None, returned_before: int = 0
 ) -> dict[str, Value]:
     """What the plan says this process logs; `summary_consumed`: the release logs the 0.27+ summary;
-    `release`: the release the server runs, where its rules are another's (vllm.assumeRulesOf)."""
+    `release`: the release the server runs, where its rules are another's (vllm.assumeRulesOf);
+    `returned_before`: what the servers started before it on its GPU hold below their footprint while idle
+    (colo.verify.idle), which a first start in order finds free."""
     spec = budget.spec
     in_budget_graphs = budget.graphs.estimate_bytes if budget.graph_estimate_in_budget else 0
     planned: dict[str, Value] = {
         "release": release or spec.vllm_version,
         "utilization": spec.utilization,
         "requested": _gib(budget.requested_bytes),
-        "free_at_startup": _gib(budget.startup.free_bytes),
+        "free_at_startup": _gib(budget.startup.free_bytes + returned_before),
         "starts": "starts" if budget.ok else "fails",
         "weights": _gib(budget.weights_bytes),
         "cuda_graph": _gib(budget.graphs.bytes),
@@ -181,14 +183,21 @@ def _within(term: Term, planned: Value, observed: Value) -> bool:
 
 
 def compare(
-    budget: ProcessBudget, log: StartupLog, cache: CacheConfigInfo | None, *, release: str | None = None
+    budget: ProcessBudget,
+    log: StartupLog,
+    cache: CacheConfigInfo | None,
+    *,
+    release: str | None = None,
+    returned_before: int = 0,
 ) -> tuple[TermResult, ...]:
     """Every term both sides state, in vLLM's order (`release`: the one the server runs, where it differs from
-    the release whose rules planned it)."""
+    the release whose rules planned it; `returned_before`: as planned_figures takes it)."""
     geometry = geometry_for(budget.spec) if budget.capacity is not None else None
     hybrid = geometry is not None and any(bucket.kind == "linear" for bucket in geometry.buckets)
     observed = observed_figures(log, cache, hybrid=hybrid)
-    planned = planned_figures(budget, summary_consumed="consumed" in observed, release=release)
+    planned = planned_figures(
+        budget, summary_consumed="consumed" in observed, release=release, returned_before=returned_before
+    )
     if log.error is not None and not log.error.after_kv_cache:
         # A process that failed before its KV cache was sized never sized what comes after the failure.
         observed.pop("kv_tokens", None)
