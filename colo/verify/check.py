@@ -30,6 +30,19 @@ IDLE_BEFORE = (
     "footprint, as a restart beside busy neighbours finds them)"
 )
 
+CUT_BEFORE_KV = (
+    "the log ends before vLLM sized the KV cache and holds no startup error: the start did not finish (stopped, "
+    "or still starting), so the plan cannot be confirmed from it; compare the log of a finished start"
+)
+
+
+def _cut_before_kv(server: Server, log: StartupLog) -> bool:
+    """A server planned with a KV cache whose log has neither its size nor an error: a start cut short, whose
+    few figures (weights) would otherwise read as a plan that holds."""
+    if server.memory_plan.budget.capacity is None or log.error is not None:
+        return False
+    return log.kv_tokens is None and log.kv_pool_gib is None and log.measured_kv is None
+
 
 def _notes(log: StartupLog, returned_before: int) -> tuple[str, ...]:
     """What the reader should know beside the terms: what the log itself says, and how it was compared."""
@@ -75,6 +88,8 @@ def check_reading(
     log = parse_startup_log(reading.log_text)
     if not log.has_startup_lines:
         return replace(base, unread=NO_STARTUP_LINES), None
+    if _cut_before_kv(server, log):
+        return replace(base, unread=CUT_BEFORE_KV), None
     cache = cache_config_info(reading.metrics_text) if reading.metrics_text else None
     before = (returned or {}).get(reading.name, 0)
     notes = _notes(log, before)

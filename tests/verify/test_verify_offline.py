@@ -158,6 +158,18 @@ def test_a_log_without_startup_lines_exits_2_and_says_so(
     assert out.splitlines()[-1] == "verdict: nothing could be read"
 
 
+def test_a_log_cut_before_the_kv_cache_was_sized_exits_2_rather_than_confirming_the_weights_alone(
+    stack: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = excerpt(REAL_LOG)
+    cut = tmp_path / "chat-llm.log"
+    cut.write_text("".join(line for line in text.splitlines(keepends=True) if "Model loading took" in line))
+    assert "Model loading took" in cut.read_text()
+    code, out, _ = _verify(capsys, "--config", str(stack), "--log", str(cut), "--server", "chat/llm")
+    assert code == 2
+    assert "the log ends before vLLM sized the KV cache and holds no startup error" in out
+
+
 def test_a_server_the_plan_does_not_have_exits_2_naming_the_planned_ones(
     stack: Path, real_log: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
