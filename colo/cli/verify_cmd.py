@@ -24,9 +24,8 @@ from colo.plan.pair import PairPlan
 from colo.plan.server import Server
 from colo.plan.stack import Plan, make_plan
 from colo.profiles import s3_profile_reader
-from colo.verify.check import check_reading, neighbour_checks
+from colo.verify.check import check_readings
 from colo.verify.compare import Verdict, overall
-from colo.verify.idle import returned_before
 from colo.verify.ran_with import RanServer, differences, pinned_values, read_ran_with, start_order_note
 from colo.verify.readings import ServerReading, read_log_dir, read_log_file
 from colo.verify.record import Observed, record
@@ -184,18 +183,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"colo verify: nothing could be read: {readings}", file=sys.stderr)
         return Verdict.UNREADABLE
     planned = {server.name: (server, index == 0) for _, index, server in _servers(plan)}
-    returned = returned_before(plan.pairs)
-    checked = [
-        check_reading(reading, planned, returned) for reading in _started_only(readings, ran, args.plan)
-    ]
-    checks = [
-        replace(check, notes=(*notes.get(check.name, ()), *check.notes))
-        for check in neighbour_checks(checked, plan.pairs)
-    ]
+    checked, observed = check_readings(_started_only(readings, ran, args.plan), planned, plan.pairs)
+    checks = [replace(check, notes=(*notes.get(check.name, ()), *check.notes)) for check in checked]
     if args.format == "json":
         print(json.dumps(verify_view(stack, checks), indent=2))
     else:
         print(render_text(stack, checks, markdown=args.format == "markdown"))
-    if args.record and not _record(args, plan, [item for _, item in checked if item is not None]):
+    if args.record and not _record(args, plan, observed):
         return Verdict.UNREADABLE
     return overall(checks)

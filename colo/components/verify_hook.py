@@ -57,10 +57,9 @@ def deployed_namespace(args: pulumi.ResourceHookArgs) -> str:
 
 def verify_pair(namespace: str, selector: dict[str, str], pair: PairPlan, access: ClusterAccess) -> str:
     """The comparison for one pair, as `colo verify` prints it; raises PlanNotConfirmed unless within."""
-    from colo.verify.check import check_reading, neighbour_checks
+    from colo.verify.check import check_readings
     from colo.verify.cluster import ClusterReader, ClusterUnreachable, ServerTarget
     from colo.verify.compare import Verdict, overall
-    from colo.verify.idle import returned_before
     from colo.verify.report import render_text
 
     try:
@@ -75,8 +74,7 @@ def verify_pair(namespace: str, selector: dict[str, str], pair: PairPlan, access
     except ClusterUnreachable as unreachable:
         raise PlanNotConfirmed(f"colo verify {pair.name}: nothing could be read: {unreachable}") from None
     planned = {server.name: (server, index == 0) for index, server in enumerate(pair.servers)}
-    returned = returned_before([pair])
-    checks = neighbour_checks([check_reading(reading, planned, returned) for reading in readings], [pair])
+    checks, _ = check_readings(readings, planned, [pair])
     text = render_text(pulumi.get_stack(), checks, markdown=False)
     if overall(checks) is not Verdict.WITHIN:
         raise PlanNotConfirmed(text)

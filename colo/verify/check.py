@@ -8,6 +8,7 @@ from dataclasses import replace
 from colo.plan.pair import PairPlan
 from colo.plan.server import Server
 from colo.verify.compare import ServerCheck, compare
+from colo.verify.idle import returned_before
 from colo.verify.metrics import cache_config_info
 from colo.verify.readings import ServerReading
 from colo.verify.record import Observed
@@ -104,11 +105,15 @@ def check_reading(
     return check, Observed(server, first_in_pod, reading, log)
 
 
-def neighbour_checks(
-    checked: list[tuple[ServerCheck, Observed | None]], pairs: Sequence[PairPlan]
-) -> list[ServerCheck]:
-    """The checks, each with the neighbours started before it on its GPU that hold more than planned while it
-    got less (colo.verify.neighbours)."""
+def check_readings(
+    readings: Sequence[ServerReading], planned: dict[str, tuple[Server, bool]], pairs: Sequence[PairPlan]
+) -> tuple[list[ServerCheck], list[Observed]]:
+    """Every reading of `pairs`' servers checked: each against the servers before it on its GPU idle
+    (colo.verify.idle), and with the neighbours started before it that hold more than planned while it got less
+    (colo.verify.neighbours); and what `--record` may learn from those read."""
+    returned = returned_before(pairs)
+    checked = [check_reading(reading, planned, returned) for reading in readings]
     gpus = [[(server.name, server.memory_plan.budget) for server in pair.servers] for pair in pairs]
-    logs = {item.server.name: item.log for _, item in checked if item is not None}
-    return with_neighbours([check for check, _ in checked], gpus, logs)
+    observed = [item for _, item in checked if item is not None]
+    logs = {item.server.name: item.log for item in observed}
+    return with_neighbours([check for check, _ in checked], gpus, logs), observed
