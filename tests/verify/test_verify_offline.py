@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,6 +19,19 @@ def _verify(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, s
     code = main(["verify", *args])
     out = capsys.readouterr()
     return code, out.out, out.err
+
+
+def _real_log_with(
+    capsys: pytest.CaptureFixture[str], stack: Path, tmp_path: Path, appended: str
+) -> tuple[int, dict[str, Any]]:
+    """`colo verify --format json` on the real log with `appended` after it: the exit code, and its one server."""
+    log = tmp_path / "chat-llm.log"
+    log.write_text(excerpt(REAL_LOG) + appended)
+    code, out, _ = _verify(
+        capsys, "--config", str(stack), "--log", str(log), "--server", "chat/llm", "--format", "json"
+    )
+    (server,) = json.loads(out)["servers"]
+    return code, server
 
 
 def test_a_real_log_the_plan_predicted_exits_0_with_every_term_within_tolerance(
@@ -85,16 +99,13 @@ def test_a_server_that_failed_to_start_where_the_plan_said_it_starts_is_named(
 def test_a_server_that_started_and_then_failed_while_serving_starts_with_a_note(
     stack: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    log = tmp_path / "chat-llm.log"
-    log.write_text(
-        excerpt(REAL_LOG)
-        + "\n(APIServer pid=1) INFO:     Application startup complete."
-        + "\n(EngineCore pid=2) ERROR [core.py:1167] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 400.00 MiB."
+    code, server = _real_log_with(
+        capsys,
+        stack,
+        tmp_path,
+        "\n(APIServer pid=1) INFO:     Application startup complete."
+        + "\n(EngineCore pid=2) ERROR [core.py:1167] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 400.00 MiB.",
     )
-    code, out, _ = _verify(
-        capsys, "--config", str(stack), "--log", str(log), "--server", "chat/llm", "--format", "json"
-    )
-    (server,) = json.loads(out)["servers"]
     terms = {t["term"]: t for t in server["terms"]}
     assert code == 0 and terms["starts"]["observed"] == "starts" and server["startup_error"] is None
     assert server["notes"] == [
@@ -105,16 +116,13 @@ def test_a_server_that_started_and_then_failed_while_serving_starts_with_a_note(
 def test_a_start_that_compiled_on_an_empty_cache_says_its_scratch_is_in_the_figures(
     stack: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    log = tmp_path / "chat-llm.log"
-    log.write_text(
-        excerpt(REAL_LOG)
-        + "\n(EngineCore pid=2) INFO [compilation/backends.py:393] Compiling a graph for compile range (1, 8192) "
-        + "takes 31.02 s"
+    _, server = _real_log_with(
+        capsys,
+        stack,
+        tmp_path,
+        "\n(EngineCore pid=2) INFO [compilation/backends.py:393] Compiling a graph for compile range (1, 8192) "
+        + "takes 31.02 s",
     )
-    _, out, _ = _verify(
-        capsys, "--config", str(stack), "--log", str(log), "--server", "chat/llm", "--format", "json"
-    )
-    (server,) = json.loads(out)["servers"]
     assert server["notes"] == [COLD_COMPILE]
 
 
