@@ -21,7 +21,7 @@ class SharingSetting:
     sharing: str  # time-slice | mps
     companion_cap: int | None  # CUDA_MPS_ACTIVE_THREAD_PERCENTAGE of the companions; None: uncapped
     companion_flags: tuple[str, ...]  # vLLM flags the companions ran with beyond colo's plan
-    llm_cost_percent: Mapping[str, float]  # over the LLM alone, by LATENCY_TERMS
+    llm_cost_percent: Mapping[str, float]  # over the LLM alone, by LATENCY_TERMS; a phase not run is absent
     companion_per_s: tuple[float, float]  # the companions' requests per second, lowest and highest phase
 
 
@@ -59,13 +59,21 @@ class Measurement:
         )
 
 
+def _costs(raw: Mapping[str, Any]) -> dict[str, float]:
+    """The row's measured terms; a row may leave a term out where that phase was not run (never guessed)."""
+    unknown = sorted(set(raw) - set(LATENCY_TERMS))
+    if unknown or not raw:
+        raise ValueError(f"llm_cost_percent: terms {unknown or 'none'}; known: {', '.join(LATENCY_TERMS)}")
+    return {term: float(raw[term]) for term in LATENCY_TERMS if term in raw}
+
+
 def _setting(raw: Mapping[str, Any]) -> SharingSetting:
     low, high = raw["companion_per_s"]
     return SharingSetting(
         sharing=str(raw["sharing"]),
         companion_cap=raw.get("companion_cap"),
         companion_flags=tuple(str(f) for f in raw.get("companion_flags", [])),
-        llm_cost_percent={term: float(raw["llm_cost_percent"][term]) for term in LATENCY_TERMS},
+        llm_cost_percent=_costs(raw["llm_cost_percent"]),
         companion_per_s=(float(low), float(high)),
     )
 

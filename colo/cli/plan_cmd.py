@@ -93,9 +93,14 @@ def _markdown(headers: list[str], rows: list[list[str]]) -> list[str]:
 
 def _headline(view: dict[str, Any], title: str) -> str:
     pool = view["node_pool"]
+    nodes = (
+        f"of {pool['instance_type']} x {pool['gpus_per_node']} GPU"
+        if pool["instance_type"] is not None
+        else f"x {pool['gpus_per_node']} GPU (no instance type named)"
+    )
     return (
         f"{title}GPU {view['gpu']['name']} ({view['gpu']['cuda_total_gib']} GiB as CUDA reports it); "
-        f"{pool['node_count']} node(s) of {pool['instance_type']} x {pool['gpus_per_node']} GPU; "
+        f"{pool['node_count']} node(s) {nodes}; "
         f"pairing {view['gpu_pairing']}; ordered start by {view['ordered_start']}"
     )
 

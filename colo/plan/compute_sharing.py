@@ -301,15 +301,15 @@ def pair_sharing(
     return PairSharing(mode, mps_route(config), caps, tuple(clients), cost)
 
 
-def _percent(value: float) -> str:
-    return f"{value:+.0f} %"
+def _percent(value: float | None) -> str:
+    return "not measured" if value is None else f"{value:+.0f} %"
 
 
 def _latency(setting: SharingSetting) -> str:
     c = setting.llm_cost_percent
     return (
-        f"TTFT {_percent(c['c1_ttft'])}, TPOT {_percent(c['c1_tpot'])} at concurrency 1; "
-        f"TTFT {_percent(c['c16_ttft'])}, TPOT {_percent(c['c16_tpot'])} at 16"
+        f"TTFT {_percent(c.get('c1_ttft'))}, TPOT {_percent(c.get('c1_tpot'))} at concurrency 1; "
+        f"TTFT {_percent(c.get('c16_ttft'))}, TPOT {_percent(c.get('c16_tpot'))} at 16"
     )
 
 

@@ -343,6 +343,7 @@ def _request(
         _eager_setting(server.spec),
         budget.embedding_concurrency if ROLES[server.role].pooling else budget.llm_min_concurrency,
         pin_kv=budget.kv_cache_sizing == "pinned",
+        seqs_derived=server.spec.max_num_seqs is None and not ROLES[server.role].pooling,
     )
 
 

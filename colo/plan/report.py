@@ -9,6 +9,7 @@ from colo.plan.capacity import capacity_view
 from colo.plan.compute_sharing import sharing_view
 from colo.plan.figures import PairFigures
 from colo.plan.pair import PairPlan
+from colo.plan.platform import instance_type_known
 from colo.plan.server import Server
 from colo.plan.stack import Plan
 from colo.vllm import GroupPlan, ServerPlan, budget_view, gpu_view, in_gib
@@ -118,7 +119,11 @@ def plan_view(plan: Plan) -> dict[str, Any]:
         "gpu": gpu_view(plan.gpu),
         "node_pool": {
             "mode": plan.config.node_pool.mode,
-            "instance_type": plan.config.node_pool.instance_type,
+            # None where the user named none (an existing pool, Karpenter, Auto Mode): the schema's default is
+            # not what those nodes are
+            "instance_type": plan.config.node_pool.instance_type
+            if instance_type_known(plan.config)
+            else None,
             "gpus_per_node": plan.gpus_per_node,
             "node_count": plan.node_count,
             "spare_gpus": plan.config.node_pool.spare_gpus,

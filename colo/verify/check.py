@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from colo.plan.pair import PairPlan
 from colo.plan.server import Server
-from colo.verify.compare import ServerCheck, compare
+from colo.verify.compare import ServerCheck, compare, other_total
 from colo.verify.idle import returned_before
 from colo.verify.metrics import cache_config_info
 from colo.verify.readings import ServerReading
@@ -43,6 +43,20 @@ def _cut_before_kv(server: Server, log: StartupLog) -> bool:
     if server.memory_plan.budget.capacity is None or log.error is not None:
         return False
     return log.kv_tokens is None and log.kv_pool_gib is None and log.measured_kv is None
+
+
+def _total_note(server: Server, log: StartupLog) -> tuple[str, ...]:
+    budget = server.memory_plan.budget
+    total = other_total(budget, log)
+    if total is None:
+        return ()
+    gpu = budget.spec.gpu
+    return (
+        f"the device's total as vLLM logged it is {total:.2f} GiB, not the {gpu.cuda_total_bytes / 2**30:.2f} GiB "
+        f"colo planned {gpu.name} with (the driver's reserved memory differs): requested memory is compared as "
+        f"{total:.2f} GiB x the utilization; plan with nodePool.gpuMemoryMiB (about {round(total * 1024)}, the "
+        f"total vLLM prints in MiB) to size for this card",
+    )
 
 
 def _notes(log: StartupLog, returned_before: int) -> tuple[str, ...]:
@@ -93,7 +107,7 @@ def check_reading(
         return replace(base, unread=CUT_BEFORE_KV), None
     cache = cache_config_info(reading.metrics_text) if reading.metrics_text else None
     before = (returned or {}).get(reading.name, 0)
-    notes = _notes(log, before)
+    notes = _notes(log, before) + _total_note(server, log)
     check = replace(
         base,
         results=compare(

@@ -174,6 +174,21 @@ def observed_figures(
     return {key: value for key, value in observed.items() if value is not None}
 
 
+def logged_total_gib(log: StartupLog) -> float | None:
+    """The device total vLLM printed (its startup summary or its free-memory error), where it printed one."""
+    if log.summary is not None:
+        return log.summary.total_gib
+    return log.error.total_gib if log.error is not None else None
+
+
+def other_total(budget: ProcessBudget, log: StartupLog) -> float | None:
+    """The logged device total where it is not the plan's: the same card reads 79.11 GiB on one driver and
+    79.18 on another (its reserved memory differs), and the catalog keeps the lowest seen."""
+    total = logged_total_gib(log)
+    planned = budget.spec.gpu.cuda_total_bytes / GIB
+    return total if total is not None and abs(total - planned) >= 0.01 else None
+
+
 def _within(term: Term, planned: Value, observed: Value) -> bool:
     if term.key == "release":
         return same_release(str(planned), str(observed))
@@ -198,6 +213,9 @@ def compare(
     planned = planned_figures(
         budget, summary_consumed="consumed" in observed, release=release, returned_before=returned_before
     )
+    total = other_total(budget, log)
+    if total is not None:  # vLLM's product on the device it found; the note names the difference
+        planned["requested"] = round(total * budget.spec.utilization, 2)
     if log.error is not None and not log.error.after_kv_cache:
         # A process that failed before its KV cache was sized never sized what comes after the failure.
         observed.pop("kv_tokens", None)

@@ -27,13 +27,22 @@ from math import ceil, floor
 from colo.catalog import MIB, GpuSpec
 from colo.errors import Problem
 from colo.roles import Role
-from colo.vllm.process.budget import GRAPH_PROFILE_OOM, ProcessBudget, ProcessSpec, geometry_for, size_process
+from colo.vllm.process.budget import (
+    GRAPH_PROFILE_OOM,
+    MAMBA_SEQS_ERROR,
+    ProcessBudget,
+    ProcessSpec,
+    geometry_for,
+    mamba_state_blocks,
+    size_process,
+)
 from colo.vllm.process.cudagraph import SMALL_CAPTURE_SIZES
 from colo.vllm.process.kv_cache import kv_bytes_for_requests, max_model_len_for
 
 UTIL_STEP = 1000  # utilizations are written with three decimals
 # Decode cost of eager mode, as the field report measured it (TPOT ~55 ms with graphs, 88 ms eager).
 EAGER_TPOT_MS = (55, 88)
+FEWER_SEQS = ", max-num-seqs "  # a decision's suffix where colo lowered a hybrid model's derived batch
 
 
 @dataclass(frozen=True)
@@ -47,6 +56,8 @@ class ServerRequest:
     # (identical on every boot, no self-correction) instead of letting vLLM measure it (adapts, bounded by
     # the request; a cold compile cache's first boot gets less)
     pin_kv: bool = False
+    # max_num_seqs is vLLM's default, not the user's: colo may lower it where a hybrid model's state blocks are fewer
+    seqs_derived: bool = False
 
 
 @dataclass(frozen=True)
@@ -215,36 +226,87 @@ def _candidates(request: ServerRequest) -> list[tuple[ProcessSpec, str]]:
 
 def size_server(request: ServerRequest, free_before: int, margin: int, last: bool) -> ServerPlan:
     """Try default graphs, then reduced sizes, then eager; keep the first that fits with the margin,
-    else the first that at least does not run out of memory, else the last resort."""
+    else the first that at least does not run out of memory, else the last resort. A graph candidate whose
+    batch vLLM would refuse for a hybrid model's state blocks runs with the batch lowered where colo derived
+    it; where the user set it, that refusal is the plan's answer (the fix is the batch, not eager mode)."""
     derived = request.spec.gpu_memory_utilization is None and request.spec.kv_cache_memory_bytes is None
     tried: list[tuple[ProcessBudget, str]] = []
     for spec, decision in _candidates(request):
-        if derived:
-            spec = (
-                _derive_last(spec, free_before, margin)
-                if last
-                else _derive_small(spec, request.target_requests, free_before)
-            )
-        tried.append((size_process(spec, free_before_bytes=free_before), decision))
+        budget = _size_candidate(spec, request, free_before, margin, last)
+        if _too_many_seqs(budget):
+            if not request.seqs_derived:
+                tried = [(budget, decision)]
+                break
+            budget, decision = _fewer_seqs(budget, spec, decision, request, free_before, margin, last)
+        tried.append((budget, decision))
     budget, decision = next(
         (t for t in tried if _fits(t[0], free_before, margin, request.target_requests)),
         next((t for t in tried if _fits(t[0], free_before, 0, request.target_requests)), tried[-1]),
     )
-    notes: list[str] = []
-    if not budget.weights_fit:  # the model cannot load: how its graphs would fare is beside the point
-        pass
-    elif decision != tried[0][1]:
-        notes.append(
-            f"CUDA graphs with {tried[0][1].removeprefix('captured ')} do not fit: {decision}; "
-            f"{_decode_cost(decision)}"
-        )
-    elif decision == "eager (fallback)":
-        notes.append(_decode_cost(decision))
+    notes = _decision_notes(budget, decision, tried[0][1], request.spec.limits.max_num_seqs)
     if request.pin_kv and budget.measured is not None:
         budget = pin_pool(budget, free_before)
     return ServerPlan(
         request.role, request.config_path, budget, derived, decision, tuple(notes), configured=tried[0][0]
     )
+
+
+def _size_candidate(
+    spec: ProcessSpec, request: ServerRequest, free_before: int, margin: int, last: bool
+) -> ProcessBudget:
+    if request.spec.gpu_memory_utilization is None and request.spec.kv_cache_memory_bytes is None:
+        spec = (
+            _derive_last(spec, free_before, margin)
+            if last
+            else _derive_small(spec, request.target_requests, free_before)
+        )
+    return size_process(spec, free_before_bytes=free_before)
+
+
+def _decision_notes(budget: ProcessBudget, decision: str, first: str, default_seqs: int) -> list[str]:
+    """What the plan says about the graphs and batch it chose, where they are not the first candidate's."""
+    if not budget.weights_fit:  # the model cannot load: how its graphs would fare is beside the point
+        return []
+    graphs, _, lowered = decision.partition(FEWER_SEQS)
+    notes = []
+    if lowered:
+        notes.append(
+            f"max-num-seqs lowered from vLLM's default {default_seqs} to {budget.spec.limits.max_num_seqs}, "
+            f"which keeps the CUDA graphs: with FULL decode graphs vLLM {budget.spec.vllm_version} keeps one "
+            f"recurrent-state block per decode sequence and refuses a batch larger than the KV pool's blocks "
+            f"(set maxNumSeqs to choose the batch yourself)"
+        )
+    if graphs != first:
+        notes.append(
+            f"CUDA graphs with {first.removeprefix('captured ')} do not fit: {graphs}; {_decode_cost(graphs)}"
+        )
+    elif graphs == "eager (fallback)":
+        notes.append(_decode_cost(graphs))
+    return notes
+
+
+def _too_many_seqs(budget: ProcessBudget) -> bool:
+    return bool(budget.errors) and budget.errors[0].startswith(MAMBA_SEQS_ERROR)
+
+
+def _fewer_seqs(
+    refused: ProcessBudget,
+    spec: ProcessSpec,
+    decision: str,
+    request: ServerRequest,
+    free_before: int,
+    margin: int,
+    last: bool,
+) -> tuple[ProcessBudget, str]:
+    """The candidate vLLM would refuse for a hybrid model's state blocks, with its derived batch lowered to what
+    the pool holds: 5 % below for a cold first start's smaller pool, in steps of 8 (a capture size). Fewer
+    sequences leave the pool no smaller, so the lowered batch still fits its blocks."""
+    blocks = mamba_state_blocks(refused.spec, refused.capacity, refused.graphs, refused.measured) or 0
+    seqs = int(blocks * 0.95) // 8 * 8
+    if seqs < 8:
+        return refused, decision
+    lowered = replace(spec, limits=replace(spec.limits, max_num_seqs=seqs))
+    return _size_candidate(lowered, request, free_before, margin, last), f"{decision}{FEWER_SEQS}{seqs}"
 
 
 def _decode_cost(decision: str) -> str:
@@ -280,8 +342,25 @@ def _explain(server: ServerPlan, free_before: int, margin: int) -> list[Problem]
                 f"largest size), enforceEager: true, or a smaller maxModelLen",
             ),
         ]
+    if b.errors and b.errors[0].startswith(MAMBA_SEQS_ERROR):
+        return [*problems, _mamba_seqs_problem(server)]
     problems += [_kv_problem(server, error, free_before, margin) for error in b.errors]
     return [*problems, *_resident_problems(server, free_before, margin, limit)]
+
+
+def _mamba_seqs_problem(server: ServerPlan) -> Problem:
+    """A hybrid model's decode batch larger than its recurrent-state blocks: the fix is the batch, with room for
+    the KV figure's error (a cold first start's pool is a few percent smaller)."""
+    b = server.budget
+    blocks = mamba_state_blocks(b.spec, b.capacity, b.graphs, b.measured) or 0
+    safe = max(8, int(blocks * 0.95) // 8 * 8)
+    return Problem(
+        f"{server.config_path}.maxNumSeqs",
+        f"{b.errors[0]} (vLLM {b.spec.vllm_version} refuses to start: this hybrid model keeps one recurrent-state "
+        f"block per decode sequence and its KV pool holds {blocks} blocks as planned); fix: set maxNumSeqs to at "
+        f"most {blocks}, e.g. {safe} (5 % below, for a cold first start's smaller pool), or give the pair a "
+        f"larger GPU",
+    )
 
 
 def _startup_problem(server: ServerPlan, free_before: int, limit: float) -> Problem:

@@ -154,6 +154,8 @@ class VllmRules(_Strict):
     # an explicit --enable-prefix-caching / --no-enable-prefix-caching picks mamba cache mode "align" / "none"
     # for Gated DeltaNet hybrids (kv_cache.mamba_state_blocks)
     mamba_align_on_prefix_caching: bool
+    # max_num_seqs above the KV pool's blocks is refused when a hybrid model captures FULL decode graphs (0.20+)
+    mamba_seqs_within_blocks: bool
     null_block_reserved: bool
     sliding_inflight_batches: int
     kv_error_wording: Literal["models_gb", "models_gib", "model_s"]  # _check_enough_kv_cache_memory's text

@@ -1,10 +1,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
+import yaml
 
 from colo.cli import main
+
+PROJECT = Path(__file__).resolve().parents[2]
 
 
 def test_plan_shows_which_pair_runs_on_which_node_and_gpu(capsys: pytest.CaptureFixture[str]) -> None:
@@ -25,3 +29,27 @@ def test_plan_json_carries_the_node_count_and_each_placement(capsys: pytest.Capt
         ("qwen35b-moe", 0, 1),
         ("gemma31b", 0, 2),
     ]
+
+
+def _existing_pool_without_instance_type(tmp_path: Path) -> Path:
+    stack = yaml.safe_load((PROJECT / "stacks" / "Pulumi.local.yaml").read_text())
+    pool = stack["config"]["colo:nodePool"]
+    del pool["instanceType"]
+    pool["gpu"] = "H100-SXM"
+    path = tmp_path / "Pulumi.h100-existing.yaml"
+    path.write_text(yaml.safe_dump(stack))
+    return path
+
+
+def test_plan_names_no_instance_type_for_an_existing_pool_that_gave_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The schema's default instance type carries L40S GPUs; an existing pool of H100 nodes that names no instance
+    type must not be printed as g6e.xlarge nodes."""
+    config = _existing_pool_without_instance_type(tmp_path)
+    assert main(["plan", "--config", str(config)]) == 0
+    headline = capsys.readouterr().out.splitlines()[0]
+    assert "g6e" not in headline
+    assert "1 node(s) x 1 GPU (no instance type named)" in headline
+    assert main(["plan", "--config", str(config), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["node_pool"]["instance_type"] is None

@@ -263,7 +263,7 @@ def test_the_json_plan_carries_the_sharing_mode_its_clients_and_the_cost_source(
     assert "per-request records were not stored" in view["cost"]["source"]
 
 
-@pytest.mark.parametrize(("cap", "context_mib"), [(10, 87), (15, 113)])
+@pytest.mark.parametrize(("cap", "context_mib"), [(5, 71), (10, 87), (15, 113)])
 def test_an_h100_companion_capped_below_a_quarter_plans_with_its_measured_context_and_cost(
     cap: int, context_mib: int
 ) -> None:
@@ -278,3 +278,21 @@ def test_an_h100_companion_capped_below_a_quarter_plans_with_its_measured_contex
     assert any(text.startswith(expected) for text in described), described
     setting = pair.sharing.cost.setting
     assert pair.sharing.cost.exact and setting is not None and setting.companion_cap == cap
+
+
+def test_a_cost_row_that_ran_only_concurrency_16_says_the_rest_was_not_measured() -> None:
+    raw = _h200_pair("mps", cap=5)
+    raw["nodePool"]["gpu"] = "H100-SXM"
+    (pair,) = _plan(raw).pairs
+    assert pair.sharing is not None
+    text = "\n".join(cost_lines(pair.sharing))
+    assert "TTFT not measured, TPOT not measured at concurrency 1; TTFT +6 %, TPOT +10 % at 16" in text
+
+
+def test_a_cost_row_with_a_term_colo_does_not_know_is_refused() -> None:
+    from colo.catalog.interference import _costs
+
+    with pytest.raises(ValueError, match="c32_tpot"):
+        _costs({"c32_tpot": 5.0})
+    with pytest.raises(ValueError, match="none"):
+        _costs({})

@@ -31,6 +31,8 @@ H200_MOE = "2026-12-02-h200-moe"
 H200_RERANK = "2026-12-02-h200-rerank"
 H100_POOLING = "2026-12-07-h100-pooling"
 H100_HYBRID = "2026-12-07-h100-hybrid"
+H100_HYBRID1024 = "2026-12-07-h100-hybrid1024"
+H100_HYBRID512 = "2026-12-07-h100-hybrid512"
 # (stack, run) -> server -> "within", or the first term off with the reason the plan is not the one to blame
 # or is: a real gap of the memory model.
 EXPECTED: dict[tuple[str, str], dict[str, str]] = {
@@ -73,6 +75,23 @@ EXPECTED: dict[tuple[str, str], dict[str, str]] = {
         "hybrid-reranker": "kv_pool",
         "hybrid-llm": UNREADABLE,
     },
+    # The hybrid LLM again, warm, with the plan's batch of 1024 sequences: vLLM 0.22.0 refused it once the KV
+    # pool was sized (729 state blocks), as colo now predicts for those flags (it plans 696 itself); the run
+    # aborted before the reranker. Its logged device total (79.18 GiB, driver 580) is not the catalog's 79.11:
+    # requested memory is compared on the logged total, with a note.
+    ("h100-hybrid", H100_HYBRID1024): {
+        "hybrid-embedding": WITHIN,
+        "hybrid-reranker": UNREADABLE,
+        "hybrid-llm": WITHIN,
+    },
+    # The same at 512 sequences: it started and served. The run started the LLM second and the reranker last
+    # (the plan starts the reranker before the LLM), so each found the other's share on the GPU otherwise than
+    # planned; the reranker's first start on an empty compile cache also cut its KV pool by 5 %.
+    ("h100-hybrid-seqs512", H100_HYBRID512): {
+        "hybrid-embedding": WITHIN,
+        "hybrid-reranker": "free_at_startup",
+        "hybrid-llm": "free_at_startup",
+    },
 }
 
 
@@ -114,7 +133,8 @@ def test_each_shipped_log_against_the_flags_it_ran_with(
         for s in view["servers"]
     }
     assert found == EXPECTED[(stack, run)]
-    assert code == (0 if set(found.values()) == {WITHIN} else 1)
+    off = set(found.values()) - {WITHIN, UNREADABLE}
+    assert code == (1 if off else 2 if UNREADABLE in found.values() else 0)
     for server in view["servers"]:
         assert any("compared with the flags it ran with" in note for note in server["notes"])
         assert all(term["tolerance"] for term in server["terms"])
@@ -173,3 +193,16 @@ def test_a_plan_file_of_another_shape_is_refused_as_invalid(
     odd.write_text(json.dumps({"servers": []}))
     assert main(["verify", "--stack", "local", "--logs", str(tmp_path), "--plan", str(odd)]) == 2
     assert "--plan" in capsys.readouterr().err
+
+
+def test_a_device_total_unlike_the_catalogs_is_named_and_requested_memory_compared_on_it(
+    logs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The H100 of the 2026-12-07 runs (driver 580.159.04) reports 79.18 GiB; the catalog plans 79.11, the lowest
+    total seen. The difference is the card's, not the plan's: vLLM's product is held on the total it logged."""
+    _, view = _verify(capsys, "h100-hybrid-seqs512", H100_HYBRID512, logs[H100_HYBRID512])
+    llm = next(s for s in view["servers"] if s["server"] == "hybrid-llm")
+    requested = next(t for t in llm["terms"] if t["term"] == "requested")
+    utilization = next(t for t in llm["terms"] if t["term"] == "utilization")["planned"]
+    assert requested["ok"] and requested["planned"] == round(79.18 * utilization, 2)
+    assert any("total as vLLM logged it is 79.18 GiB, not the 79.11 GiB" in note for note in llm["notes"])

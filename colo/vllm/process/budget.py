@@ -544,13 +544,13 @@ def size_process(spec: ProcessSpec, *, free_before_bytes: int | None = None) -> 
         )
         kv = _committed_bytes(spec, measured)
     capacity, errors = _kv_pool(spec, kv, weights, measured)
-    temporary = graph_profile_kv_bytes(spec)
-    if not errors and temporary and context + non_torch + weights + temporary > free_before:
-        errors = [
-            f"{GRAPH_PROFILE_OOM}: profile_cudagraph_memory first builds a temporary KV cache of "
-            f"{graph_profile_blocks(spec)} blocks ({temporary / GIB:.2f} GiB) beside {weights / GIB:.2f} GiB of "
-            f"weights, with {(free_before - context) / GIB:.2f} GiB free"
-        ]
+    # in vLLM's order: the graph profile's temporary cache (determine_available_memory), then the state
+    # blocks against the batch (initialize_kv_cache)
+    errors = (
+        errors
+        or _graph_profile_oom(spec, weights, non_torch, free_before - context)
+        or _mamba_seqs_error(spec, capacity, graphs, measured)
+    )
     return ProcessBudget(
         spec,
         context,
@@ -727,6 +727,50 @@ def _kv_pool(
         if error:
             return capacity, [error]
     return capacity, []
+
+
+def _graph_profile_oom(spec: ProcessSpec, weights: int, non_torch: int, free_after_context: int) -> list[str]:
+    """profile_cudagraph_memory's temporary KV cache where it does not fit beside the weights."""
+    temporary = graph_profile_kv_bytes(spec)
+    if not temporary or non_torch + weights + temporary <= free_after_context:
+        return []
+    return [
+        f"{GRAPH_PROFILE_OOM}: profile_cudagraph_memory first builds a temporary KV cache of "
+        f"{graph_profile_blocks(spec)} blocks ({temporary / GIB:.2f} GiB) beside {weights / GIB:.2f} GiB of "
+        f"weights, with {free_after_context / GIB:.2f} GiB free"
+    ]
+
+
+MAMBA_SEQS_ERROR = "ValueError: max_num_seqs"
+
+
+def mamba_state_blocks(
+    spec: ProcessSpec, capacity: KvCapacity | None, graphs: GraphPlan, measured: MeasuredSizing | None
+) -> int | None:
+    """The blocks 0.20+ hold a hybrid model's decode batch against when it captures FULL decode graphs: one
+    recurrent-state block per decode sequence, up to max_num_seqs (`vllm 0.22.0 config/compilation.py::
+    resolve_cudagraph_mode_and_sizes`, called from `initialize_kv_cache` with the pool's KVCacheConfig). Where
+    the pool is sized after warm-up (0.34) that is the reservation, before warm-up shrinks it. None where the
+    release, the model or the graphs make no such check."""
+    geometry = geometry_for(spec)
+    if not spec.rules.mamba_seqs_within_blocks or capacity is None or geometry is None or graphs.full == 0:
+        return None
+    if not any(bucket.kind == "linear" for bucket in geometry.buckets):
+        return None
+    return measured.reserved_bytes // geometry.bytes_per_block if measured else capacity.num_blocks
+
+
+def _mamba_seqs_error(
+    spec: ProcessSpec, capacity: KvCapacity | None, graphs: GraphPlan, measured: MeasuredSizing | None
+) -> list[str]:
+    blocks = mamba_state_blocks(spec, capacity, graphs, measured)
+    seqs = spec.limits.max_num_seqs
+    if blocks is None or seqs <= blocks:
+        return []
+    return [
+        f"{MAMBA_SEQS_ERROR} ({seqs}) exceeds available Mamba cache blocks ({blocks}). Each decode sequence "
+        f"requires one Mamba cache block, so CUDA graph capture cannot proceed"
+    ]
 
 
 def _one_request_error(spec: ProcessSpec, kv: int, *, after_warmup: bool | None) -> str | None:
