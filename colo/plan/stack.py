@@ -125,6 +125,7 @@ def make_plan(
             *assumed_rules_warnings(config),
             *hub_access_warnings(config, pairs),
             *interconnect_warnings(config, instance),
+            *gpus_per_node_warnings(config),
             *observability_warnings(config, plugin),
             *scrape_warnings(config),
         ),
@@ -190,6 +191,21 @@ def group_size_problems(config: StackConfig, per_node: int) -> list[Problem]:
                 )
             )
     return problems
+
+
+def gpus_per_node_warnings(config: StackConfig) -> list[Problem]:
+    """Nodes of an instance type nobody named, with no GPU count either: the plan places pairs one node per GPU
+    it assumes (the schema's default instance type has one), which the user's nodes may not be."""
+    pool = config.node_pool
+    if instance_type_known(config) or pool.gpus_per_node is not None:
+        return []
+    return [
+        Problem(
+            "colo:nodePool.gpusPerNode",
+            "neither nodePool.instanceType nor gpusPerNode is set, so the plan assumes 1 GPU per node when it "
+            "places pairs and counts nodes; set gpusPerNode (or the instance type) to what your nodes hold",
+        )
+    ]
 
 
 def interconnect_warnings(config: StackConfig, instance: InstanceType | None) -> list[Problem]:

@@ -53,3 +53,19 @@ def test_plan_names_no_instance_type_for_an_existing_pool_that_gave_none(
     assert "1 node(s) x 1 GPU (no instance type named)" in headline
     assert main(["plan", "--config", str(config), "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["node_pool"]["instance_type"] is None
+
+
+def test_an_existing_pool_that_names_neither_instance_type_nor_gpu_count_is_told_the_plan_assumes_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = _existing_pool_without_instance_type(tmp_path)
+    assert main(["plan", "--config", str(config), "--format", "json"]) == 0
+    warnings = {w["path"]: w["message"] for w in json.loads(capsys.readouterr().out)["warnings"]}
+    assert "assumes 1 GPU per node" in warnings["colo:nodePool.gpusPerNode"]
+    stack = yaml.safe_load(config.read_text())
+    stack["config"]["colo:nodePool"]["gpusPerNode"] = 1  # time-slice (the local stack) takes one-GPU nodes
+    config.write_text(yaml.safe_dump(stack))
+    assert main(["plan", "--config", str(config), "--format", "json"]) == 0
+    assert "colo:nodePool.gpusPerNode" not in {
+        w["path"] for w in json.loads(capsys.readouterr().out)["warnings"]
+    }
