@@ -10,12 +10,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 
 from colo.cli import COMMANDS, build_parser, colo_version, main
 from colo.cli.completion_cmd import completion_script
 from colo.cli.flag_names import as_flags, stack_key_flags
 from colo.stackfiles import load_stack
+from tests.stack_edits import edited_local_stack
 
 ESTIMATE = ["estimate", "--model", "Qwen/Qwen3-8B", "--gpu", "L40S", "--vllm-version", "0.20.2"]
 WIZARD = Path(__file__).resolve().parents[1] / "hub_files" / "alpindale" / "WizardLM-2-8x22B"
@@ -159,12 +159,9 @@ def test_a_mistyped_gpu_is_told_the_closest_catalog_one(capsys: pytest.CaptureFi
 
 
 def _stack_with(tmp_path: Path, change: dict[str, object]) -> Path:
-    values = yaml.safe_load((Path(load_stack("local").source)).read_text())
-    llm = values["config"]["colo:pairs"][0]["llm"]
-    llm.update(change)
-    path = tmp_path / "Pulumi.changed.yaml"
-    path.write_text(yaml.safe_dump(values))
-    return path
+    return edited_local_stack(
+        tmp_path, lambda config: config["colo:pairs"][0]["llm"].update(change), "changed"
+    )
 
 
 def test_a_mistyped_server_key_is_told_the_closest_key_of_that_place(

@@ -2,13 +2,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from colo.cli import main
-
-PROJECT = Path(__file__).resolve().parents[2]
+from tests.stack_edits import edited_local_stack
 
 
 def test_plan_shows_which_pair_runs_on_which_node_and_gpu(capsys: pytest.CaptureFixture[str]) -> None:
@@ -31,14 +31,14 @@ def test_plan_json_carries_the_node_count_and_each_placement(capsys: pytest.Capt
     ]
 
 
-def _existing_pool_without_instance_type(tmp_path: Path) -> Path:
-    stack = yaml.safe_load((PROJECT / "stacks" / "Pulumi.local.yaml").read_text())
-    pool = stack["config"]["colo:nodePool"]
+def _h100_pool_without_instance_type(config: dict[str, Any]) -> None:
+    pool = config["colo:nodePool"]
     del pool["instanceType"]
     pool["gpu"] = "H100-SXM"
-    path = tmp_path / "Pulumi.h100-existing.yaml"
-    path.write_text(yaml.safe_dump(stack))
-    return path
+
+
+def _existing_pool_without_instance_type(tmp_path: Path) -> Path:
+    return edited_local_stack(tmp_path, _h100_pool_without_instance_type, "h100-existing")
 
 
 def test_plan_names_no_instance_type_for_an_existing_pool_that_gave_none(

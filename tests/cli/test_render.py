@@ -16,6 +16,7 @@ from colo.mock_run import Recorded
 from colo.render import APPLY_DIR, UNKNOWN_PLACEHOLDER, kubernetes_object
 from colo.stackfiles import list_stacks
 from tests.apply_dir import apply_directory_problems, objects_in
+from tests.stack_edits import edited_local_stack
 
 # the session's renders of every stack (conftest.rendered) are made once, on one worker
 pytestmark = pytest.mark.xdist_group("rendered")
@@ -180,11 +181,7 @@ def test_infeasible_plan_exits_1_and_writes_nothing(
 
 
 def _local_with(tmp_path: Path, **config: object) -> Path:
-    source = yaml.safe_load(Path("stacks/Pulumi.local.yaml").read_text())
-    source["config"].update(config)
-    stack = tmp_path / "Pulumi.edited.yaml"
-    stack.write_text(yaml.safe_dump(source))
-    return stack
+    return edited_local_stack(tmp_path, lambda values: values.update(config))
 
 
 def test_an_unknown_colo_key_is_refused_by_the_program_too(
