@@ -208,7 +208,7 @@ def compare(
     """Every term both sides state, in vLLM's order (`release`: the one the server runs, where it differs from
     the release whose rules planned it; `returned_before`: as planned_figures takes it)."""
     geometry = geometry_for(budget.spec) if budget.capacity is not None else None
-    hybrid = geometry is not None and any(bucket.kind == "linear" for bucket in geometry.buckets)
+    hybrid = geometry is not None and geometry.has_recurrent_state
     observed = observed_figures(log, cache, hybrid=hybrid)
     planned = planned_figures(
         budget, summary_consumed="consumed" in observed, release=release, returned_before=returned_before

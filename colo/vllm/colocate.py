@@ -59,6 +59,11 @@ class ServerRequest:
     # max_num_seqs is vLLM's default, not the user's: colo may lower it where a hybrid model's state blocks are fewer
     seqs_derived: bool = False
 
+    @property
+    def utilization_derived(self) -> bool:
+        """Neither a utilization nor a fixed pool was set: colo derives the utilization for each candidate."""
+        return self.spec.gpu_memory_utilization is None and self.spec.kv_cache_memory_bytes is None
+
 
 @dataclass(frozen=True)
 class ServerPlan:
@@ -229,7 +234,6 @@ def size_server(request: ServerRequest, free_before: int, margin: int, last: boo
     else the first that at least does not run out of memory, else the last resort. A graph candidate whose
     batch vLLM would refuse for a hybrid model's state blocks runs with the batch lowered where colo derived
     it; where the user set it, that refusal is the plan's answer (the fix is the batch, not eager mode)."""
-    derived = request.spec.gpu_memory_utilization is None and request.spec.kv_cache_memory_bytes is None
     tried: list[tuple[ProcessBudget, str]] = []
     for spec, decision in _candidates(request):
         budget = _size_candidate(spec, request, free_before, margin, last)
@@ -247,14 +251,20 @@ def size_server(request: ServerRequest, free_before: int, margin: int, last: boo
     if request.pin_kv and budget.measured is not None:
         budget = pin_pool(budget, free_before)
     return ServerPlan(
-        request.role, request.config_path, budget, derived, decision, tuple(notes), configured=tried[0][0]
+        request.role,
+        request.config_path,
+        budget,
+        request.utilization_derived,
+        decision,
+        tuple(notes),
+        configured=tried[0][0],
     )
 
 
 def _size_candidate(
     spec: ProcessSpec, request: ServerRequest, free_before: int, margin: int, last: bool
 ) -> ProcessBudget:
-    if request.spec.gpu_memory_utilization is None and request.spec.kv_cache_memory_bytes is None:
+    if request.utilization_derived:
         spec = (
             _derive_last(spec, free_before, margin)
             if last
@@ -285,6 +295,12 @@ def _decision_notes(budget: ProcessBudget, decision: str, first: str, default_se
     return notes
 
 
+def _batch_below(blocks: int) -> int:
+    """The batch colo offers under a hybrid model's state blocks: 5 % below them, for a cold first start's
+    smaller pool, in steps of 8 (a capture size)."""
+    return int(blocks * 0.95) // 8 * 8
+
+
 def _too_many_seqs(budget: ProcessBudget) -> bool:
     return bool(budget.errors) and budget.errors[0].startswith(MAMBA_SEQS_ERROR)
 
@@ -298,11 +314,11 @@ def _fewer_seqs(
     margin: int,
     last: bool,
 ) -> tuple[ProcessBudget, str]:
-    """The candidate vLLM would refuse for a hybrid model's state blocks, with its derived batch lowered to what
-    the pool holds: 5 % below for a cold first start's smaller pool, in steps of 8 (a capture size). Fewer
-    sequences leave the pool no smaller, so the lowered batch still fits its blocks."""
+    """The candidate vLLM would refuse for a hybrid model's state blocks, with its derived batch lowered below
+    what the pool holds (_batch_below). Fewer sequences leave the pool no smaller, so the lowered batch still fits
+    its blocks."""
     blocks = mamba_state_blocks(refused.spec, refused.capacity, refused.graphs, refused.measured) or 0
-    seqs = int(blocks * 0.95) // 8 * 8
+    seqs = _batch_below(blocks)
     if seqs < 8:
         return refused, decision
     lowered = replace(spec, limits=replace(spec.limits, max_num_seqs=seqs))
@@ -342,7 +358,7 @@ def _explain(server: ServerPlan, free_before: int, margin: int) -> list[Problem]
                 f"largest size), enforceEager: true, or a smaller maxModelLen",
             ),
         ]
-    if b.errors and b.errors[0].startswith(MAMBA_SEQS_ERROR):
+    if _too_many_seqs(b):
         return [*problems, _mamba_seqs_problem(server)]
     problems += [_kv_problem(server, error, free_before, margin) for error in b.errors]
     return [*problems, *_resident_problems(server, free_before, margin, limit)]
@@ -353,7 +369,7 @@ def _mamba_seqs_problem(server: ServerPlan) -> Problem:
     the KV figure's error (a cold first start's pool is a few percent smaller)."""
     b = server.budget
     blocks = mamba_state_blocks(b.spec, b.capacity, b.graphs, b.measured) or 0
-    safe = max(8, int(blocks * 0.95) // 8 * 8)
+    safe = max(8, _batch_below(blocks))
     return Problem(
         f"{server.config_path}.maxNumSeqs",
         f"{b.errors[0]} (vLLM {b.spec.vllm_version} refuses to start: this hybrid model keeps one recurrent-state "

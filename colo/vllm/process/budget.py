@@ -755,7 +755,7 @@ def mamba_state_blocks(
     geometry = geometry_for(spec)
     if not spec.rules.mamba_seqs_within_blocks or capacity is None or geometry is None or graphs.full == 0:
         return None
-    if not any(bucket.kind == "linear" for bucket in geometry.buckets):
+    if not geometry.has_recurrent_state:
         return None
     return measured.reserved_bytes // geometry.bytes_per_block if measured else capacity.num_blocks
 

@@ -89,6 +89,11 @@ class KvGeometry:
     def has_tokens(self) -> bool:
         return any(b.block_tokens for b in self.buckets)
 
+    @property
+    def has_recurrent_state(self) -> bool:
+        """A hybrid model's Mamba / Gated DeltaNet layers: one state page per request, not per token."""
+        return any(b.kind == "linear" for b in self.buckets)
+
 
 def kv_dtype_bytes(arch: ModelArchitecture, kv_cache_dtype: str) -> int:
     """`auto` is the model dtype, except for ModelOpt checkpoints whose kv_cache_quant_algo is FP8: vLLM 0.14+
