@@ -9,7 +9,9 @@ memory, is read in vLLM's and PyTorch's sources (docs/vllm-memory-rules.md §5a)
   pooling models, which vLLM keeps PIECEWISE ("Pooling models do not support full cudagraphs").
 * Executables. A PIECEWISE size is one CUDA graph per piece: the compiled model is split at every attention
   (or mixer) op, so layers + 1 graphs. A FULL size is one graph. The driver keeps memory per instantiated
-  graph and per kernel node, outside PyTorch's allocator, and keeps it after the graphs are destroyed.
+  graph and per kernel node, outside PyTorch's allocator, and keeps it after the graphs are destroyed. The
+  kernel nodes are counted per layer by its kind (`layer_kernels`: attention or Gated DeltaNet mixer, dense or
+  sparse MLP, FP8 activation quantizations), counts read in vLLM's source (rules.yaml `cudagraph_kernels`).
 * The pool. All graphs share one private pool, captured largest first, so the pool is sized by the largest
   capture: a piece's activations (PyTorch's allocator rounds them into 2 MiB and 20 MiB segments), plus, for
   FULL graphs on Hopper, FlashAttention 3's split-KV accumulators, too large for any block the piecewise
@@ -28,7 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from colo.vllm.checkpoint.architecture import ModelArchitecture
-from colo.vllm.rules import MeasuredConstants, VllmRules
+from colo.vllm.checkpoint.quantization import WeightFormat
+from colo.vllm.rules import CudagraphKernels, MeasuredConstants, VllmRules
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -50,6 +53,7 @@ CUBLAS_WORKSPACE_OLDER = 4096 * 2 * KIB + 16 * 8 * KIB
 FA3_ACCUMULATOR_BYTES = 4  # fp32 partial outputs, one per split
 ESTIMATE_MIN_PER_GRAPH = 1 * MIB  # profile_cudagraph_memory: "at least 1 MiB per graph for driver overhead"
 PROFILE_SAMPLES = 2  # profile_cudagraph_memory captures the first two sizes of each mode
+FP8_NATIVE_CAPABILITY = (8, 9)  # below: FP8 runs weight-only through Marlin, with no activation quantization
 
 
 def default_capture_sizes(
@@ -164,13 +168,55 @@ def kib_per_graph_field(compute_capability: tuple[int, int]) -> str:
     return "cudagraph_kib_per_graph_layer_other_gpus"
 
 
+def _fp8_activations(arch: ModelArchitecture, compute_capability: tuple[int, int]) -> WeightFormat | None:
+    """The FP8 format whose linears quantize their activations on this GPU (None: no such linear)."""
+    weights = arch.quant_scheme.primary
+    if weights is None or weights.kind != "fp8" or weights.weight_only:
+        return None
+    return weights if compute_capability >= FP8_NATIVE_CAPABILITY else None
+
+
+def _standard_norm(arch: ModelArchitecture) -> bool:
+    """The layer norms are vLLM's RMSNorm, which the norm+quant fusion pass matches; Qwen3-Next/3.5 and Gemma
+    use GemmaRMSNorm (an fp32 `1 + weight`), which it does not."""
+    gemma_style = arch.is_hybrid_linear or arch.attn_output_gate or arch.model_type.startswith("gemma")
+    return not gemma_style
+
+
+def layer_kernels(arch: ModelArchitecture, k: CudagraphKernels, compute_capability: tuple[int, int]) -> int:
+    """Kernel nodes the decoder layers launch in one captured decode step, summed by layer kind: mixer (attention,
+    Gated DeltaNet), MLP (dense, sparse with or without a shared expert) and the FP8 activation quantizations no
+    fusion pass absorbs (rules.yaml `cudagraph_kernels` gives each count's source)."""
+    layers = arch.num_layers
+    linear = min(arch.linear_attention_layers, layers)
+    attention = layers - linear
+    sparse = 0
+    if arch.moe is not None:
+        sparse = min(arch.moe.moe_layers or layers, layers)
+    dense = layers - sparse
+    shared = sparse if arch.moe is not None and arch.moe.shared_expert_intermediate_size else 0
+    gate = k.attention_output_gate if arch.attn_output_gate else 0
+    kernels = layers * k.layer_norms + attention * (k.attention + gate) + linear * k.gated_deltanet
+    kernels += dense * k.dense_mlp + sparse * k.moe_mlp + shared * k.shared_expert
+    fp8 = _fp8_activations(arch, compute_capability)
+    if fp8 is not None:
+        unfused_after_norm = 0 if _standard_norm(arch) else 1  # qkv / qkvz, and gate_up or the experts' input
+        block = fp8.strategy == "block"
+        quants = attention * (1 + unfused_after_norm)  # o_proj, qkv
+        quants += linear * (1 + unfused_after_norm)  # out_proj after RMSNormGated, in_proj_qkvz
+        quants += dense * (unfused_after_norm + (0 if block else 1))  # gate_up, down_proj
+        quants += sparse * (1 + (0 if block else 1))  # the experts' input, their activation
+        kernels += quants * k.fp8_activation_quant
+    return kernels
+
+
 def _executable_bytes(
-    consts: MeasuredConstants, compute_capability: tuple[int, int], graphs: int, layers: int
+    consts: MeasuredConstants, compute_capability: tuple[int, int], graphs: int, kernels: int
 ) -> int:
-    """Driver memory of `graphs` instantiated CUDA graphs holding `layers` decoder layers' kernels in all."""
+    """Driver memory of `graphs` instantiated CUDA graphs holding `kernels` kernel nodes in all."""
     per_graph = int(getattr(consts, kib_per_graph_field(compute_capability))) * KIB
     per_node = consts.cudagraph_kib_per_kernel_node * KIB
-    return graphs * per_graph + layers * consts.cudagraph_kernels_per_layer * per_node
+    return graphs * per_graph + kernels * per_node
 
 
 @dataclass(frozen=True)
@@ -205,6 +251,7 @@ def _parts(
 ) -> _Parts:
     full_sizes = full_graph_sizes(rules, sizes, setting)
     cc, layers = setting.compute_capability, arch.num_layers
+    kernels = layer_kernels(arch, consts.cudagraph_kernels, cc)
     workspace = cublas_workspace_bytes(cc)
     pool = piece_pool_bytes(arch, max(sizes), setting.tensor_parallel_size, consts.cudagraph_pool_mlp_factor)
     accumulators = fa3_accumulator_bytes(arch, rules, max(full_sizes), setting) if full_sizes else 0
@@ -216,8 +263,8 @@ def _parts(
     return _Parts(
         len(sizes),
         len(full_sizes),
-        _executable_bytes(consts, cc, layers + 1, layers),
-        _executable_bytes(consts, cc, 1, layers),
+        _executable_bytes(consts, cc, layers + 1, kernels),
+        _executable_bytes(consts, cc, 1, kernels),
         workspace,
         pool,
         accumulators,
