@@ -123,19 +123,72 @@ def _round_up(value: int, step: int) -> int:
     return -(-value // step) * step
 
 
-def piece_pool_bytes(arch: ModelArchitecture, tokens: int, tensor_parallel_size: int, factor: int) -> int:
-    """The pool a piece of the largest size leaves: `factor` times the MLP's live activations (measured on a
-    synthetic decoder, bench/gpu/measure_graph_memory.py), in PyTorch's segments, with one small segment."""
-    tp = tensor_parallel_size
+def _mlp_live(arch: ModelArchitecture, tokens: int, tp: int) -> tuple[int, int]:
+    """The largest tensor and the live activations of one MLP at `tokens` tokens (bytes)."""
     element = arch.dtype_bytes
     if arch.moe is None:
         largest = tokens * 2 * arch.intermediate_size // tp * element  # gate_up output
-        live = tokens * 3 * arch.intermediate_size // tp * element
-    else:
-        m = arch.moe
-        routed = tokens * m.experts_per_token
-        largest = routed * 2 * m.moe_intermediate_size // tp * element  # fused_moe's first cache
-        live = routed * (3 * m.moe_intermediate_size // tp + arch.hidden_size) * element
+        live = tokens * 3 * arch.intermediate_size // tp * element  # + the activated half
+        return largest, live
+    m = arch.moe
+    routed = tokens * m.experts_per_token
+    largest = routed * 2 * m.moe_intermediate_size // tp * element  # fused_moe's first cache
+    live = routed * (3 * m.moe_intermediate_size // tp + arch.hidden_size) * element
+    return largest, live
+
+
+def _gdn_live(arch: ModelArchitecture, tokens: int, tp: int) -> tuple[int, int, int]:
+    """What a Gated DeltaNet layer leaves live in the pieces around its core op, the piecewise split
+    (`vllm::qwen_gdn_attention_core` in `config/compilation.py::_attention_ops`), read in vLLM 0.22.0's
+    `model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py::forward_cuda`: (in_proj_qkvz's output, the
+    input projection's live tensors at the split, what the next piece carries through its MLP), bytes.
+
+    The piece ending at the core op holds the layer's input projections: in_proj_qkvz's output [T, (2 key_dim
+    + 2 value_dim) / tp], in_proj_ba's [T, 2 value heads / tp] and its b and a made contiguous, and
+    core_attn_out = torch.zeros([T, value_dim / tp]), all inputs of the core op or of the next piece. Qwen3.5/3.6
+    (`gqa_interleaved_layout=False`, models/qwen3_5.py) split mixed_qkv and z off in_proj_qkvz's output as views;
+    Qwen3-Next (`True`, models/qwen3_next.py) reorders them (`fix_query_key_value_ordering`: value and z
+    reshaped across the head groups, copies) and concatenates q, k, v into a new mixed_qkv [T, (2 key_dim +
+    value_dim) / tp].
+
+    z crosses the split: `_output_projection` gates RMSNormGated with it in the next piece, whose caller holds it
+    until that piece returns, so through its MLP. Qwen3.5/3.6's z is a view and keeps all of in_proj_qkvz's
+    output alive; Qwen3-Next's is a copy [T, value_dim / tp]. A dense layer carries no such tensor past its
+    attention op (q, k, v die with it; its output buffer and the residual, which every piece carries, are what
+    the measured factor absorbed)."""
+    g = arch.gdn
+    if g is None:
+        return 0, 0, 0
+    element = arch.dtype_bytes
+    key_dim = g.num_key_heads * g.key_head_dim
+    value_dim = g.num_value_heads * g.value_head_dim
+    qkvz = tokens * (2 * key_dim + 2 * value_dim) // tp * element
+    ba = tokens * 2 * g.num_value_heads // tp * element  # in_proj_ba's output, then b and a as copies
+    core_out = tokens * value_dim // tp * element
+    projection = qkvz + 2 * ba + core_out
+    if arch.architecture.startswith("Qwen3Next"):
+        z = tokens * value_dim // tp * element
+        projection += tokens * (2 * key_dim + value_dim) // tp * element + z  # mixed_qkv's concatenation, z
+        return qkvz, projection, z
+    return qkvz, projection, qkvz
+
+
+def piece_pool_bytes(arch: ModelArchitecture, tokens: int, tensor_parallel_size: int, factor: int) -> int:
+    """The pool a piece of the largest size leaves: `factor` times the live activations of the largest piece
+    (the factor measured on a synthetic decoder over its MLP's, bench/gpu/measure_graph_memory.py), in PyTorch's
+    segments, with one small segment.
+
+    A piece runs from one split op's output to the next: o_proj (or out_proj), the norms, the MLP, the next
+    layer's input projections. Its peak is the MLP's (gate_up output and the activated half; fused_moe's caches)
+    or, with Gated DeltaNet layers (`_gdn_live`), the larger of the MLP's plus what the piece after a GDN core op
+    carries through it (z's storage) and the input projection's tensors at the split. Only the shapes come from
+    source; the factor is the dense decoder's (docs/vllm-memory-rules.md §5a)."""
+    tp = tensor_parallel_size
+    largest, live = _mlp_live(arch, tokens, tp)
+    if arch.linear_attention_layers and arch.gdn is not None:
+        qkvz, projection, carried = _gdn_live(arch, tokens, tp)
+        largest = max(largest, qkvz)
+        live = max(live + carried, projection)
     pool = _round_up(factor * live, ROUND_LARGE)
     if SMALL_ALLOC < largest < MIN_LARGE_ALLOC:  # served from a 20 MiB segment whatever its size
         pool = max(pool, LARGE_SEGMENT)

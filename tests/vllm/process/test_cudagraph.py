@@ -122,6 +122,23 @@ def test_a_piece_between_1_and_10_mib_takes_a_20_mib_segment_and_smaller_ones_sh
     assert piece_pool_bytes(arch, 32, 1, factor) == 4 * MIB
 
 
+def test_a_gated_deltanet_model_pools_its_mlp_with_the_projection_z_keeps_or_its_input_projection() -> None:
+    # Qwen3.6-27B at 512 tokens: the MLP's 51 MiB (3 x 17408 bf16 columns) plus in_proj_qkvz's output, 16 MiB
+    # (2 x 2048 + 2 x 6144 columns), which z keeps alive through the piece after the GDN core op; twice that
+    # and a small segment
+    arch = catalog_architecture(HYBRID_FP8)
+    factor = measured_constants().cudagraph_pool_mlp_factor
+    assert piece_pool_bytes(arch, 512, 1, factor) == (2 * (51 + 16) + 2) * MIB
+    # a narrow MLP: the input projection's tensors at the split (qkvz 16 MiB, in_proj_ba's output and b, a
+    # 2 x 96 KiB, core_attn_out 6 MiB) are the piece's peak
+    narrow = replace(arch, intermediate_size=1024)
+    live = 16 * MIB + 2 * 96 * 1024 + 6 * MIB
+    assert piece_pool_bytes(narrow, 512, 1, factor) == -(-factor * live // (2 * MIB)) * 2 * MIB + 2 * MIB
+    # without its linear-attention layers the same geometry pools its MLP alone, as before
+    dense = replace(arch, linear_attention_layers=0, gdn=None)
+    assert piece_pool_bytes(dense, 512, 1, factor) == (2 * 51 + 2) * MIB
+
+
 def _kernels_per_layer(model: str, capability: tuple[int, int] = HOPPER) -> float:
     arch = catalog_architecture(model)
     return layer_kernels(arch, measured_constants().cudagraph_kernels, capability) / arch.num_layers
