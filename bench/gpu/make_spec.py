@@ -13,8 +13,10 @@ directories vLLM loads.
 
 A run with `mps: true` has the runner keep a private CUDA MPS control daemon (bench/gpu/harness/mps.py); its
 `derived` servers are copies of planned ones that differ only in what the pod would add: another `--port` (so
-several copies can run at once), environment (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE), and whether they start as MPS
-clients (`mps_client`). Every other argument stays the plan's.
+several copies can run at once), environment (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE), whether they start as MPS
+clients (`mps_client`) and the host CPUs they run on (`cpus`). Every other argument stays the plan's, except in a
+copy that changes one on purpose (`set_args`, e.g. a companion's `--max-num-batched-tokens`): such a copy is measured,
+never verified against a plan.
 
 A pair whose LLM spans GPUs (`tensorParallelSize`) runs on the machine's first GPUs as its plan lays them out: the
 LLM sees every GPU of its group in the group's order, each companion the one GPU of the group the plan put it on,
@@ -168,7 +170,7 @@ def _client(client: Mapping[str, Any], servers: Mapping[str, Mapping[str, Any]])
     return {**client, "port": server["port"], "model": server["served_model_name"]}
 
 
-SERVER_OPTIONS = ("extra_args", "env", "probe")
+SERVER_OPTIONS = ("extra_args", "env", "probe", "cpus")
 
 
 def _with_options(servers: dict[str, dict[str, Any]], options: Mapping[str, Any]) -> None:
@@ -186,9 +188,12 @@ def _with_options(servers: dict[str, dict[str, Any]], options: Mapping[str, Any]
             server["env"] = {**server.get("env", {}), **chosen["env"]}
 
 
-def _with_port(args: list[str], port: int) -> list[str]:
+def _with_value(args: list[str], flag: str, value: str) -> list[str]:
+    """The plan's arguments with one flag's value changed in place (the flag must be there)."""
+    if flag not in args:
+        raise SpecError(f"{flag} is not among the planned arguments, so a copy cannot change it")
     changed = list(args)
-    changed[changed.index("--port") + 1] = str(port)
+    changed[changed.index(flag) + 1] = value
     return changed
 
 
@@ -211,7 +216,13 @@ def derived_servers(
         server = {**servers[origin], "args": list(servers[origin]["args"])}  # a copy of its own
         if "port" in entry:
             server["port"] = int(entry["port"])
-            server["args"] = _with_port(server["args"], server["port"])
+            server["args"] = _with_value(server["args"], "--port", str(server["port"]))
+        for flag, value in entry.get("set_args", {}).items():  # a measured variant: it stands for no plan
+            if entry.get("stands_for"):
+                raise SpecError(f"{name} changes {flag}, so it cannot stand for a planned server")
+            server["args"] = _with_value(server["args"], str(flag), str(value))
+        if "cpus" in entry:
+            server["cpus"] = str(entry["cpus"])
         # the GPUs of the planned server it copies, and what the run adds
         server["env"] = {**server.get("env", {}), **{str(k): str(v) for k, v in entry.get("env", {}).items()}}
         server["mps_client"] = bool(entry.get("mps_client", False))

@@ -68,12 +68,15 @@ def platform_problems(config: StackConfig) -> list[Problem]:
                 )
             )
         elif gpus != 1:
+            # name where the count came from: a pool that names no instance type has none to blame
+            stated = pool.gpus_per_node is not None
+            where = f"the pool gives {gpus} per node" if stated else f"{pool.instance_type} has {gpus}"
             problems.append(
                 Problem(
-                    "colo:nodePool.instanceType",
-                    f"time-slice pairs two containers on one GPU only when the node has exactly one GPU; "
-                    f"{pool.instance_type} has {gpus}, so the two replicas may land on different GPUs. Use a "
-                    f"single-GPU instance type (e.g. g6e.xlarge), or gpuPairing dra or uuid-handoff",
+                    "colo:nodePool.gpusPerNode" if stated else "colo:nodePool.instanceType",
+                    f"time-slice pairs two containers on one GPU only when the node has exactly one GPU; {where}, "
+                    f"so the two replicas may land on different GPUs. Use single-GPU nodes (e.g. g6e.xlarge), or "
+                    f"gpuPairing dra or uuid-handoff",
                 )
             )
     native = cluster.native_sidecars

@@ -278,6 +278,7 @@ def _decision_notes(budget: ProcessBudget, decision: str, first: str, default_se
     if not budget.weights_fit:  # the model cannot load: how its graphs would fare is beside the point
         return []
     graphs, _, lowered = decision.partition(FEWER_SEQS)
+    first = first.partition(FEWER_SEQS)[0]  # the graphs first tried, whether or not their batch was lowered
     notes = []
     if lowered:
         notes.append(

@@ -295,6 +295,20 @@ class TpCommunicationByTopology(_Strict):
     host_staged: TpCommunicationMib
 
 
+class CudagraphKernels(_Strict):
+    """Kernel nodes one decode step of a decoder layer launches inside a captured graph, by what the layer holds
+    (counts read in vLLM's source, not measurements; rules.yaml gives the reasoning per count)."""
+
+    layer_norms: int  # the layer's two residual norms
+    attention: int  # an attention mixer with its projections and its attention op
+    attention_output_gate: int  # the sigmoid output gate of Qwen3-Next / Qwen3.5 attention
+    gated_deltanet: int  # a Gated DeltaNet mixer with its projections and its core op
+    dense_mlp: int
+    moe_mlp: int  # router, routing, the fused experts
+    shared_expert: int  # what a shared expert adds to a sparse MLP
+    fp8_activation_quant: int  # per FP8 (W8A8) linear whose input no fusion pass quantizes
+
+
 class MeasuredConstants(_Strict):
     """Version-independent figures no source file states; rules.yaml says where each was measured."""
 
@@ -306,12 +320,12 @@ class MeasuredConstants(_Strict):
     non_torch_startup_mib_by_torch: dict[str, int]
     cublas_first_use_mib_by_torch: dict[str, int]
     # CUDA graphs (colo.vllm.process.cudagraph): the driver's memory per instantiated graph (a PIECEWISE size
-    # has one per layer piece) and per kernel node, the kernels of one decoder layer, the piece pool as a
+    # has one per layer piece) and per kernel node, the kernels of a decoder layer by its kind, the piece pool as a
     # multiple of the MLP's live activations, and the FA3 accumulator copies of the V2 runner's side-stream pool
     cudagraph_kib_per_graph_layer: int  # Hopper (compute capability 9)
     cudagraph_kib_per_graph_layer_other_gpus: int
     cudagraph_kib_per_kernel_node: int
-    cudagraph_kernels_per_layer: int
+    cudagraph_kernels: CudagraphKernels
     cudagraph_pool_mlp_factor: int
     cudagraph_v2_torch_stream_accumulators: int
     sampler_bytes_per_logit: SamplerBytesPerLogit

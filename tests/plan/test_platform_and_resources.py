@@ -62,6 +62,23 @@ def test_an_existing_pool_without_an_instance_type_is_not_second_guessed() -> No
     assert "colo:nodePool.gpu" not in _paths(plan)
 
 
+def test_time_slice_on_nodes_of_several_gpus_names_the_setting_that_said_so() -> None:
+    def eight_per_node(raw: dict[str, Any]) -> None:
+        raw["nodePool"] = {
+            "mode": "existing",
+            "gpu": "H100-SXM",
+            "gpusPerNode": 8,
+            "nodeSelector": {"p": "h"},
+        }
+        raw["cluster"]["gpuPairing"] = "time-slice"
+
+    problems = _paths(_plan("local", eight_per_node))
+    message = problems["colo:nodePool.gpusPerNode"]
+    assert "the pool gives 8 per node" in message
+    assert "has 8" not in message  # no instance type was named, so none is said to have them
+    assert "colo:nodePool.instanceType" not in problems
+
+
 def test_colo_manages_only_node_images_with_an_eks_nvidia_ami() -> None:
     def generic(raw: dict[str, Any]) -> None:
         raw["cluster"]["nodeImage"] = "generic-nvidia-runtime"

@@ -33,6 +33,9 @@ H100_POOLING = "2026-12-07-h100-pooling"
 H100_HYBRID = "2026-12-07-h100-hybrid"
 H100_HYBRID1024 = "2026-12-07-h100-hybrid1024"
 H100_HYBRID512 = "2026-12-07-h100-hybrid512"
+H100_HYBRID_ORDER = "2026-12-07-h100-hybrid-order"
+# Logs a run wrote under another name than its server's (a first start of two): verified as that server's.
+LOGS_AS = {H100_HYBRID_ORDER: {"hybrid-reranker-cold": "hybrid-reranker", "hybrid-llm-cold": "hybrid-llm"}}
 # (stack, run) -> server -> "within", or the first term off with the reason the plan is not the one to blame
 # or is: a real gap of the memory model.
 EXPECTED: dict[tuple[str, str], dict[str, str]] = {
@@ -92,6 +95,15 @@ EXPECTED: dict[tuple[str, str], dict[str, str]] = {
         "hybrid-reranker": "free_at_startup",
         "hybrid-llm": "free_at_startup",
     },
+    # In the plan's order with the batch colo lowers (696): the embedding warm, the reranker and the LLM on an
+    # empty compile cache. The reranker's cold activation peak cut its pool by 5.1 %; the LLM's start was still
+    # capturing graphs when the run's 330 s ran out, and every figure its log had printed by then (weights, KV
+    # pool and tokens, the hybrid block size) is within.
+    ("h100-hybrid", H100_HYBRID_ORDER): {
+        "hybrid-embedding": WITHIN,
+        "hybrid-reranker": "kv_pool",
+        "hybrid-llm": WITHIN,
+    },
 }
 
 
@@ -103,6 +115,12 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         with tarfile.open(RESULTS / f"{run}-logs.tar.gz") as archive:
             archive.extractall(directory, filter="data")
         out[run] = directory / "logs"
+        for written, server in LOGS_AS.get(run, {}).items():
+            for suffix in (".log", ".metrics"):
+                if (out[run] / f"{written}{suffix}").is_file():
+                    (out[run] / f"{server}{suffix}").write_bytes(
+                        (out[run] / f"{written}{suffix}").read_bytes()
+                    )
     return out
 
 

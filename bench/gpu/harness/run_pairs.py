@@ -6,7 +6,9 @@ The spec (bench/gpu/make_spec.py writes it from `colo plan --format json`) names
 catalog config, the servers with the plan's own arguments, and the actions in order:
 `{"start": NAME, "timeout_s": S, "expect": "ready"|"refused", "as": LABEL}` (`as` names the log of a second
 start of the same server, e.g. a restart on a warm compile cache), `{"load": {label, duration_s, clients}}`,
-`{"stop": NAME}`, `{"smi": LABEL}` and `{"mps": "start"|"stop"|"status"}`. A server the spec marks
+`{"stop": NAME}`, `{"smi": LABEL}`, `{"mps": "start"|"stop"|"status"}` and `{"pin": NAME|"runner", "cpus":
+"0-9"|"cores:0-4"|"all"}` (harness.cpus: a running server's processes, or the runner and so its load generator, onto other
+host CPUs). A server starts on the CPUs the spec gives it (`"cpus": "10-15"`), else on all the runner had. A server the spec marks
 `"probe": true` runs with harness.startup_probe installed (probe_site first on its PYTHONPATH), which writes
 `logs/<log name>-probe-<pid>.json` from its engine process. A spec with `"mps": true` runs a private CUDA MPS
 control daemon (harness.mps) when told to; a server with `"mps_client": true` starts as its client, one with
@@ -32,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .cpus import cores, format_cpus, pin, resolve
 from .gpu_state import Sampler, snapshots
 from .load import ClientSpec, run_phase
 from .model_dirs import write_model_dir
@@ -68,7 +71,11 @@ def package_versions() -> dict[str, str | None]:
 
 
 def machine_facts(gpus: int = 1) -> dict[str, Any]:
-    facts: dict[str, Any] = {"python": platform.python_version(), "packages": package_versions()}
+    facts: dict[str, Any] = {
+        "python": platform.python_version(),
+        "packages": package_versions(),
+        "cores": [format_cpus(core) for core in cores()],  # the host side of a CPU split (harness.cpus)
+    }
     if gpus > 1:  # how the GPUs are linked decides the tensor-parallel communicators' memory
         try:
             facts["topology"] = subprocess.run(
@@ -117,6 +124,7 @@ class Run:
     running: dict[str, Running] = field(default_factory=dict)
     records: list[dict[str, Any]] = field(default_factory=list)
     mps: MpsDaemon | None = None  # the run's MPS control daemon, where the spec asks for one
+    all_cpus: frozenset[int] = field(default_factory=lambda: frozenset(os.sched_getaffinity(0)))
 
     @property
     def logs(self) -> Path:
@@ -178,7 +186,28 @@ class Run:
                 *(str(a) for a in data.get("extra_args", ())),
             ),
             env=env,
+            cpus=self.cpus(data.get("cpus")),
         )
+
+    def cpus(self, text: str | None) -> frozenset[int]:
+        """The CPUs a spec's `cpus` names; none, or "all": every CPU the runner had when it started."""
+        return self.all_cpus if text in (None, "all") else resolve(str(text)) & self.all_cpus
+
+    def do_pin(self, action: Mapping[str, Any]) -> None:
+        target = str(action["pin"])
+        try:
+            cpus = self.cpus(action.get("cpus"))
+        except ValueError as exc:  # a split written for another machine: the run goes on unsplit, and says so
+            self.record("skip", what=f"pin {target}", why=str(exc))
+            return
+        if target == "runner":
+            pids = {os.getpid()}
+        elif target in self.running:
+            pids = group_pids(self.running[target].process.pid)
+        else:
+            self.record("skip", what=f"pin {target}", why="not running")
+            return
+        self.record("pin", target=target, cpus=format_cpus(cpus), threads=pin(pids, cpus))
 
     def mps_status(self, label: str) -> None:
         if self.mps is None or not self.mps.started:
@@ -211,7 +240,11 @@ class Run:
         if name in self.running:
             self.record("skip", what=f"start {log_name}", why=f"{name} is still running")
             return
-        server = self.server_spec(name, log_name)
+        try:
+            server = self.server_spec(name, log_name)
+        except ValueError as exc:
+            self.record("skip", what=f"start {log_name}", why=str(exc))
+            return
         running = start(
             server,
             executable=self.executable,
@@ -231,6 +264,7 @@ class Run:
             ready_s=running.ready_s,
             exit_code=running.exit_code,
             command=server.command(self.executable),
+            cpus=format_cpus(server.cpus or self.all_cpus),
         )
         if outcome == "ready":
             metrics = fetch_metrics(server.port)
@@ -286,6 +320,8 @@ class Run:
             self.smi(str(action["smi"]))
         elif "mps" in action:
             self.do_mps(str(action["mps"]))
+        elif "pin" in action:
+            self.do_pin(action)
 
     def execute(self) -> None:
         self.logs.mkdir(parents=True, exist_ok=True)

@@ -30,6 +30,7 @@ class ServerSpec:
     args: tuple[str, ...]  # the plan's vllm_args, unchanged and in order
     extra_args: tuple[str, ...] = ()  # appended after the plan's own: --load-format dummy
     env: Mapping[str, str] = field(default_factory=dict)
+    cpus: frozenset[int] | None = None  # the host CPUs its processes run on (None: the starter's)
 
     def command(self, executable: str) -> list[str]:
         return [executable, "serve", *self.args, *self.extra_args]
@@ -51,6 +52,7 @@ def start(
 ) -> Running:
     """Launch the server with stdout and stderr in `log_path`, in a new session (its own process group)."""
     log_file = log_path.open("wb")
+    cpus = spec.cpus
     process = subprocess.Popen(
         spec.command(executable),
         cwd=workdir,
@@ -59,6 +61,8 @@ def start(
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
         start_new_session=True,
+        # set in the child before vLLM starts, so its engine core and every thread inherit it
+        preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus),
     )
     return Running(spec, process, log_path, log_file, time.monotonic())
 

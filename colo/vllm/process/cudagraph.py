@@ -9,7 +9,9 @@ memory, is read in vLLM's and PyTorch's sources (docs/vllm-memory-rules.md §5a)
   pooling models, which vLLM keeps PIECEWISE ("Pooling models do not support full cudagraphs").
 * Executables. A PIECEWISE size is one CUDA graph per piece: the compiled model is split at every attention
   (or mixer) op, so layers + 1 graphs. A FULL size is one graph. The driver keeps memory per instantiated
-  graph and per kernel node, outside PyTorch's allocator, and keeps it after the graphs are destroyed.
+  graph and per kernel node, outside PyTorch's allocator, and keeps it after the graphs are destroyed. The
+  kernel nodes are counted per layer by its kind (`layer_kernels`: attention or Gated DeltaNet mixer, dense or
+  sparse MLP, FP8 activation quantizations), counts read in vLLM's source (rules.yaml `cudagraph_kernels`).
 * The pool. All graphs share one private pool, captured largest first, so the pool is sized by the largest
   capture: a piece's activations (PyTorch's allocator rounds them into 2 MiB and 20 MiB segments), plus, for
   FULL graphs on Hopper, FlashAttention 3's split-KV accumulators, too large for any block the piecewise
@@ -28,7 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from colo.vllm.checkpoint.architecture import ModelArchitecture
-from colo.vllm.rules import MeasuredConstants, VllmRules
+from colo.vllm.checkpoint.quantization import WeightFormat
+from colo.vllm.rules import CudagraphKernels, MeasuredConstants, VllmRules
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -50,6 +53,7 @@ CUBLAS_WORKSPACE_OLDER = 4096 * 2 * KIB + 16 * 8 * KIB
 FA3_ACCUMULATOR_BYTES = 4  # fp32 partial outputs, one per split
 ESTIMATE_MIN_PER_GRAPH = 1 * MIB  # profile_cudagraph_memory: "at least 1 MiB per graph for driver overhead"
 PROFILE_SAMPLES = 2  # profile_cudagraph_memory captures the first two sizes of each mode
+FP8_NATIVE_CAPABILITY = (8, 9)  # below: FP8 runs weight-only through Marlin, with no activation quantization
 
 
 def default_capture_sizes(
@@ -119,19 +123,72 @@ def _round_up(value: int, step: int) -> int:
     return -(-value // step) * step
 
 
-def piece_pool_bytes(arch: ModelArchitecture, tokens: int, tensor_parallel_size: int, factor: int) -> int:
-    """The pool a piece of the largest size leaves: `factor` times the MLP's live activations (measured on a
-    synthetic decoder, bench/gpu/measure_graph_memory.py), in PyTorch's segments, with one small segment."""
-    tp = tensor_parallel_size
+def _mlp_live(arch: ModelArchitecture, tokens: int, tp: int) -> tuple[int, int]:
+    """The largest tensor and the live activations of one MLP at `tokens` tokens (bytes)."""
     element = arch.dtype_bytes
     if arch.moe is None:
         largest = tokens * 2 * arch.intermediate_size // tp * element  # gate_up output
-        live = tokens * 3 * arch.intermediate_size // tp * element
-    else:
-        m = arch.moe
-        routed = tokens * m.experts_per_token
-        largest = routed * 2 * m.moe_intermediate_size // tp * element  # fused_moe's first cache
-        live = routed * (3 * m.moe_intermediate_size // tp + arch.hidden_size) * element
+        live = tokens * 3 * arch.intermediate_size // tp * element  # + the activated half
+        return largest, live
+    m = arch.moe
+    routed = tokens * m.experts_per_token
+    largest = routed * 2 * m.moe_intermediate_size // tp * element  # fused_moe's first cache
+    live = routed * (3 * m.moe_intermediate_size // tp + arch.hidden_size) * element
+    return largest, live
+
+
+def _gdn_live(arch: ModelArchitecture, tokens: int, tp: int) -> tuple[int, int, int]:
+    """What a Gated DeltaNet layer leaves live in the pieces around its core op, the piecewise split
+    (`vllm::qwen_gdn_attention_core` in `config/compilation.py::_attention_ops`), read in vLLM 0.22.0's
+    `model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py::forward_cuda`: (in_proj_qkvz's output, the
+    input projection's live tensors at the split, what the next piece carries through its MLP), bytes.
+
+    The piece ending at the core op holds the layer's input projections: in_proj_qkvz's output [T, (2 key_dim
+    + 2 value_dim) / tp], in_proj_ba's [T, 2 value heads / tp] and its b and a made contiguous, and
+    core_attn_out = torch.zeros([T, value_dim / tp]), all inputs of the core op or of the next piece. Qwen3.5/3.6
+    (`gqa_interleaved_layout=False`, models/qwen3_5.py) split mixed_qkv and z off in_proj_qkvz's output as views;
+    Qwen3-Next (`True`, models/qwen3_next.py) reorders them (`fix_query_key_value_ordering`: value and z
+    reshaped across the head groups, copies) and concatenates q, k, v into a new mixed_qkv [T, (2 key_dim +
+    value_dim) / tp].
+
+    z crosses the split: `_output_projection` gates RMSNormGated with it in the next piece, whose caller holds it
+    until that piece returns, so through its MLP. Qwen3.5/3.6's z is a view and keeps all of in_proj_qkvz's
+    output alive; Qwen3-Next's is a copy [T, value_dim / tp]. A dense layer carries no such tensor past its
+    attention op (q, k, v die with it; its output buffer and the residual, which every piece carries, are what
+    the measured factor absorbed)."""
+    g = arch.gdn
+    if g is None:
+        return 0, 0, 0
+    element = arch.dtype_bytes
+    key_dim = g.num_key_heads * g.key_head_dim
+    value_dim = g.num_value_heads * g.value_head_dim
+    qkvz = tokens * (2 * key_dim + 2 * value_dim) // tp * element
+    ba = tokens * 2 * g.num_value_heads // tp * element  # in_proj_ba's output, then b and a as copies
+    core_out = tokens * value_dim // tp * element
+    projection = qkvz + 2 * ba + core_out
+    if arch.architecture.startswith("Qwen3Next"):
+        z = tokens * value_dim // tp * element
+        projection += tokens * (2 * key_dim + value_dim) // tp * element + z  # mixed_qkv's concatenation, z
+        return qkvz, projection, z
+    return qkvz, projection, qkvz
+
+
+def piece_pool_bytes(arch: ModelArchitecture, tokens: int, tensor_parallel_size: int, factor: int) -> int:
+    """The pool a piece of the largest size leaves: `factor` times the live activations of the largest piece
+    (the factor measured on a synthetic decoder over its MLP's, bench/gpu/measure_graph_memory.py), in PyTorch's
+    segments, with one small segment.
+
+    A piece runs from one split op's output to the next: o_proj (or out_proj), the norms, the MLP, the next
+    layer's input projections. Its peak is the MLP's (gate_up output and the activated half; fused_moe's caches)
+    or, with Gated DeltaNet layers (`_gdn_live`), the larger of the MLP's plus what the piece after a GDN core op
+    carries through it (z's storage) and the input projection's tensors at the split. Only the shapes come from
+    source; the factor is the dense decoder's (docs/vllm-memory-rules.md §5a)."""
+    tp = tensor_parallel_size
+    largest, live = _mlp_live(arch, tokens, tp)
+    if arch.linear_attention_layers and arch.gdn is not None:
+        qkvz, projection, carried = _gdn_live(arch, tokens, tp)
+        largest = max(largest, qkvz)
+        live = max(live + carried, projection)
     pool = _round_up(factor * live, ROUND_LARGE)
     if SMALL_ALLOC < largest < MIN_LARGE_ALLOC:  # served from a 20 MiB segment whatever its size
         pool = max(pool, LARGE_SEGMENT)
@@ -164,13 +221,55 @@ def kib_per_graph_field(compute_capability: tuple[int, int]) -> str:
     return "cudagraph_kib_per_graph_layer_other_gpus"
 
 
+def _fp8_activations(arch: ModelArchitecture, compute_capability: tuple[int, int]) -> WeightFormat | None:
+    """The FP8 format whose linears quantize their activations on this GPU (None: no such linear)."""
+    weights = arch.quant_scheme.primary
+    if weights is None or weights.kind != "fp8" or weights.weight_only:
+        return None
+    return weights if compute_capability >= FP8_NATIVE_CAPABILITY else None
+
+
+def _standard_norm(arch: ModelArchitecture) -> bool:
+    """The layer norms are vLLM's RMSNorm, which the norm+quant fusion pass matches; Qwen3-Next/3.5 and Gemma
+    use GemmaRMSNorm (an fp32 `1 + weight`), which it does not."""
+    gemma_style = arch.is_hybrid_linear or arch.attn_output_gate or arch.model_type.startswith("gemma")
+    return not gemma_style
+
+
+def layer_kernels(arch: ModelArchitecture, k: CudagraphKernels, compute_capability: tuple[int, int]) -> int:
+    """Kernel nodes the decoder layers launch in one captured decode step, summed by layer kind: mixer (attention,
+    Gated DeltaNet), MLP (dense, sparse with or without a shared expert) and the FP8 activation quantizations no
+    fusion pass absorbs (rules.yaml `cudagraph_kernels` gives each count's source)."""
+    layers = arch.num_layers
+    linear = min(arch.linear_attention_layers, layers)
+    attention = layers - linear
+    sparse = 0
+    if arch.moe is not None:
+        sparse = min(arch.moe.moe_layers or layers, layers)
+    dense = layers - sparse
+    shared = sparse if arch.moe is not None and arch.moe.shared_expert_intermediate_size else 0
+    gate = k.attention_output_gate if arch.attn_output_gate else 0
+    kernels = layers * k.layer_norms + attention * (k.attention + gate) + linear * k.gated_deltanet
+    kernels += dense * k.dense_mlp + sparse * k.moe_mlp + shared * k.shared_expert
+    fp8 = _fp8_activations(arch, compute_capability)
+    if fp8 is not None:
+        unfused_after_norm = 0 if _standard_norm(arch) else 1  # qkv / qkvz, and gate_up or the experts' input
+        block = fp8.strategy == "block"
+        quants = attention * (1 + unfused_after_norm)  # o_proj, qkv
+        quants += linear * (1 + unfused_after_norm)  # out_proj after RMSNormGated, in_proj_qkvz
+        quants += dense * (unfused_after_norm + (0 if block else 1))  # gate_up, down_proj
+        quants += sparse * (1 + (0 if block else 1))  # the experts' input, their activation
+        kernels += quants * k.fp8_activation_quant
+    return kernels
+
+
 def _executable_bytes(
-    consts: MeasuredConstants, compute_capability: tuple[int, int], graphs: int, layers: int
+    consts: MeasuredConstants, compute_capability: tuple[int, int], graphs: int, kernels: int
 ) -> int:
-    """Driver memory of `graphs` instantiated CUDA graphs holding `layers` decoder layers' kernels in all."""
+    """Driver memory of `graphs` instantiated CUDA graphs holding `kernels` kernel nodes in all."""
     per_graph = int(getattr(consts, kib_per_graph_field(compute_capability))) * KIB
     per_node = consts.cudagraph_kib_per_kernel_node * KIB
-    return graphs * per_graph + layers * consts.cudagraph_kernels_per_layer * per_node
+    return graphs * per_graph + kernels * per_node
 
 
 @dataclass(frozen=True)
@@ -205,6 +304,7 @@ def _parts(
 ) -> _Parts:
     full_sizes = full_graph_sizes(rules, sizes, setting)
     cc, layers = setting.compute_capability, arch.num_layers
+    kernels = layer_kernels(arch, consts.cudagraph_kernels, cc)
     workspace = cublas_workspace_bytes(cc)
     pool = piece_pool_bytes(arch, max(sizes), setting.tensor_parallel_size, consts.cudagraph_pool_mlp_factor)
     accumulators = fa3_accumulator_bytes(arch, rules, max(full_sizes), setting) if full_sizes else 0
@@ -216,8 +316,8 @@ def _parts(
     return _Parts(
         len(sizes),
         len(full_sizes),
-        _executable_bytes(consts, cc, layers + 1, layers),
-        _executable_bytes(consts, cc, 1, layers),
+        _executable_bytes(consts, cc, layers + 1, kernels),
+        _executable_bytes(consts, cc, 1, kernels),
         workspace,
         pool,
         accumulators,

@@ -15,6 +15,12 @@ multimodal model offloads its towers before the decoder layers (models/interface
 Within a layer, vLLM registers attention before the MLP (and the small norms around them); the norms are
 left out of the order, which moves the result only when the limit falls within a norm's few KiB of a
 parameter boundary.
+
+Only a model runner that installs the offloader offloads: through 0.27.1 the V2 model runner
+(v1/worker/gpu/model_runner.py, vLLM's default for dense unquantized decoders in those releases) never calls
+`set_offloader`, so `--cpu-offload-gb` changes nothing there and "Model loading took" keeps every weight (Qwen3-8B
+on vLLM 0.22.0 logged 15.27 GiB with and without `--cpu-offload-gb 2`, bench/gpu/results/2026-12-07-h100-lora-
+offload-*); the V1 runner (gpu_model_runner.py) installs it in every release read, the V2 runner from 0.28.0.
 """
 
 from __future__ import annotations

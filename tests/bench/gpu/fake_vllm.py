@@ -160,7 +160,13 @@ def main() -> int:
     for state in states:
         state.write_text(os.environ.get("FAKE_VLLM_MIB", "1000"))
     client = mps_connect()
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    print(f"fake vllm: cpus {sorted(os.sched_getaffinity(0))}", flush=True)
+
+    def stopped(*_: object) -> None:  # where a `pin` action left it
+        print(f"fake vllm: cpus at stop {sorted(os.sched_getaffinity(0))}", flush=True)
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, stopped)
     print("\n".join(startup_lines(options)), flush=True)
     # what the harness's startup probe (probe_site/sitecustomize.py) installed in this process, if anything
     print(f"fake vllm: probe {'installed' if 'colo_startup_probe' in sys.modules else 'absent'}", flush=True)

@@ -149,3 +149,39 @@ def test_a_derived_server_must_come_from_a_planned_one_and_stand_only_for_equal_
         build_spec(run({"name": "x", "from": "dense-llm", "stands_for": ["eager-llm"]}), dense_plans)
     with pytest.raises(SpecError, match="named like another server"):
         build_spec(run({"name": "dense-llm", "from": "dense-llm"}), dense_plans)
+
+
+def test_the_cpu_split_run_keeps_the_plans_arguments_but_for_the_measured_companions_batch() -> None:
+    run = yaml.safe_load((HERE / "runs" / "mps-h100-cpus.yaml").read_text())
+    plans = {"h100-mps": stack_plan("h100-mps")}
+    spec = build_spec(run, plans)
+    servers = spec["servers"]
+    planned = _planned_args(plans["h100-mps"], "mps14-embedding")
+    batched = servers["emb-mps10-mbt512"]
+    flag = batched["args"].index("--max-num-batched-tokens")
+    assert batched["args"][flag + 1] == "512" and planned[flag + 1] == "8192"
+    assert [a for i, a in enumerate(batched["args"]) if i not in (flag + 1, planned.index("--port") + 1)] == [
+        a for i, a in enumerate(planned) if i not in (flag + 1, planned.index("--port") + 1)
+    ]
+    assert batched["stands_for"] == [] and batched["cpus"] == "cores:12-15"
+    assert servers["mps14-llm-mps"]["args"] == _planned_args(plans["h100-mps"], "mps14-llm")
+    assert "cpus" not in servers["mps14-llm-mps"]  # started on every CPU; the run splits it mid-run
+    assert {"pin": "runner", "cpus": "cores:10-11"} in spec["actions"]
+
+
+def test_a_copy_that_changes_an_argument_cannot_stand_for_a_plan_nor_change_one_the_plan_lacks(
+    dense_plans: dict[str, Any],
+) -> None:
+    def run(entry: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "name": "t",
+            "deadline_s": 60,
+            "derived": [{"name": "x", "from": "dense-llm", **entry}],
+            "actions": [],
+        }
+
+    changed = {"set_args": {"--max-num-seqs": "8"}}
+    with pytest.raises(SpecError, match="cannot stand for a planned server"):
+        build_spec(run({**changed, "stands_for": ["dense-llm"]}), dense_plans)
+    with pytest.raises(SpecError, match="--kv-cache-dtype is not among the planned arguments"):
+        build_spec(run({"set_args": {"--kv-cache-dtype": "fp8"}}), dense_plans)

@@ -13,12 +13,14 @@ import os
 import socket
 import sys
 import tarfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bench.gpu.harness import run_pairs
+from bench.gpu.harness.cpus import cores, format_cpus, parse_cpus, pin, resolve
 from tests.scripts.fakes import Sandbox
 
 FAKE_VLLM = Path(__file__).resolve().parent / "fake_vllm.py"
@@ -245,3 +247,99 @@ def test_a_server_started_again_under_another_name_keeps_both_logs(gpu: Sandbox,
     assert skip["what"] == "start p-embedding-again" and "still running" in skip["why"]
     logs = tmp_path / "out" / "logs"
     assert (logs / "p-embedding.log").is_file() and (logs / "p-embedding-warm.log").is_file()
+
+
+@pytest.fixture
+def two_cpus() -> Iterator[tuple[int, list[int]]]:
+    """One CPU of the test process's, and all of them; every thread's CPUs as they were afterwards (a `pin` of the
+    runner moves this very process)."""
+    everyone = sorted(os.sched_getaffinity(0))
+    if len(everyone) < 2:
+        pytest.skip("pinning is told apart from no pinning only on a machine with two CPUs or more")
+    yield everyone[0], everyone
+    pin([os.getpid()], frozenset(everyone))
+
+
+def test_a_server_starts_on_the_cpus_its_spec_names_and_the_others_on_every_cpu_the_runner_had(
+    gpu: Sandbox, tmp_path: Path, two_cpus: tuple[int, list[int]]
+) -> None:
+    first, everyone = two_cpus
+    spec = _spec(_free_ports(2), [{"start": "p-llm"}, {"start": "p-embedding"}])
+    spec["servers"]["p-llm"]["cpus"] = str(first)
+    starts = _records(_run(tmp_path, spec), "start")
+    assert [s["cpus"] for s in starts] == [str(first), format_cpus(everyone)]
+    logs = tmp_path / "out" / "logs"
+    assert f"fake vllm: cpus [{first}]" in (logs / "p-llm.log").read_text()
+    assert f"fake vllm: cpus {everyone}" in (logs / "p-embedding.log").read_text()
+
+
+def test_a_pin_moves_a_running_server_and_a_pinned_runner_still_starts_servers_on_every_cpu(
+    gpu: Sandbox, tmp_path: Path, two_cpus: tuple[int, list[int]]
+) -> None:
+    first, everyone = two_cpus
+    actions = [
+        {"start": "p-llm"},
+        {"pin": "p-llm", "cpus": str(first)},
+        {"pin": "runner", "cpus": str(first)},
+        {"start": "p-embedding"},
+        {"pin": "runner", "cpus": "all"},
+        {"pin": "p-reranker", "cpus": str(first)},  # never started
+    ]
+    results = _run(tmp_path, _spec(_free_ports(2), actions))
+    pins = _records(results, "pin")
+    assert [(p["target"], p["cpus"]) for p in pins] == [
+        ("p-llm", str(first)),
+        ("runner", str(first)),
+        ("runner", format_cpus(everyone)),
+    ]
+    assert all(count > 0 for count in pins[0]["threads"].values())
+    (skip,) = _records(results, "skip")
+    assert skip["what"] == "pin p-reranker" and skip["why"] == "not running"
+    logs = tmp_path / "out" / "logs"
+    assert f"fake vllm: cpus at stop [{first}]" in (logs / "p-llm.log").read_text()
+    assert f"fake vllm: cpus {everyone}" in (logs / "p-embedding.log").read_text()
+
+
+@pytest.mark.parametrize(
+    ("text", "cpus"), [("0-3,8", {0, 1, 2, 3, 8}), ("5", {5}), (" 2-3 , 7-8 ", {2, 3, 7, 8})]
+)
+def test_cpu_lists_are_read_as_linux_writes_them_and_written_back_the_same(text: str, cpus: set[int]) -> None:
+    assert parse_cpus(text) == cpus
+    assert parse_cpus(format_cpus(cpus)) == cpus
+
+
+@pytest.mark.parametrize("text", ["", "3-1", "a"])
+def test_a_cpu_list_that_names_no_cpu_or_runs_backwards_is_refused(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_cpus(text)
+
+
+def _sysfs(tmp_path: Path, siblings: dict[int, tuple[int, int]]) -> Path:
+    """A /sys/devices/system/cpu where CPU n sits on (package, core) siblings[n]."""
+    for cpu, (package, core) in siblings.items():
+        topology = tmp_path / f"cpu{cpu}" / "topology"
+        topology.mkdir(parents=True)
+        (topology / "physical_package_id").write_text(f"{package}\n")
+        (topology / "core_id").write_text(f"{core}\n")
+    return tmp_path
+
+
+def test_physical_cores_keep_smt_siblings_together_however_linux_numbers_them(tmp_path: Path) -> None:
+    # 4 CPUs on 2 cores, siblings numbered apart (0 and 2 share core 0), as many cloud hosts number them
+    machine = cores(_sysfs(tmp_path, {0: (0, 0), 1: (0, 1), 2: (0, 0), 3: (0, 1)}))
+    assert machine == [frozenset({0, 2}), frozenset({1, 3})]
+    assert resolve("cores:1", machine) == {1, 3}
+    assert resolve("1-2", machine) == {1, 2}  # a plain CPU list is taken as written
+    with pytest.raises(ValueError, match="2 physical cores"):
+        resolve("cores:0-2", machine)
+
+
+def test_a_split_the_machine_cannot_hold_is_skipped_and_said_so(gpu: Sandbox, tmp_path: Path) -> None:
+    spec = _spec(
+        _free_ports(2), [{"start": "p-llm"}, {"pin": "p-llm", "cpus": "cores:4096"}, {"start": "p-embedding"}]
+    )
+    spec["servers"]["p-embedding"]["cpus"] = "cores:4096"
+    results = _run(tmp_path, spec)
+    assert [s["server"] for s in _records(results, "start")] == ["p-llm"]
+    skips = {s["what"]: s["why"] for s in _records(results, "skip")}
+    assert "physical cores" in skips["pin p-llm"] and "physical cores" in skips["start p-embedding"]

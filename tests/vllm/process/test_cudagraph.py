@@ -22,6 +22,7 @@ from colo.vllm.process.cudagraph import (
     fa3_accumulator_bytes,
     graph_memory,
     kib_per_graph_field,
+    layer_kernels,
     piece_pool_bytes,
 )
 from colo.vllm.rules import measured_constants, releases, rules_for
@@ -31,6 +32,7 @@ EMBEDDING = "Qwen/Qwen3-Embedding-0.6B"
 DENSE = "Qwen/Qwen3-32B"
 MOE = "Qwen/Qwen3-30B-A3B"
 FP8 = "Qwen/Qwen3-32B-FP8"
+HYBRID_FP8 = "Qwen/Qwen3.6-27B-FP8"
 HOPPER = (9, 0)
 
 
@@ -118,6 +120,53 @@ def test_a_piece_between_1_and_10_mib_takes_a_20_mib_segment_and_smaller_ones_sh
     factor = measured_constants().cudagraph_pool_mlp_factor
     assert piece_pool_bytes(arch, 128, 1, factor) == 22 * MIB
     assert piece_pool_bytes(arch, 32, 1, factor) == 4 * MIB
+
+
+def test_a_gated_deltanet_model_pools_its_mlp_with_the_projection_z_keeps_or_its_input_projection() -> None:
+    # Qwen3.6-27B at 512 tokens: the MLP's 51 MiB (3 x 17408 bf16 columns) plus in_proj_qkvz's output, 16 MiB
+    # (2 x 2048 + 2 x 6144 columns), which z keeps alive through the piece after the GDN core op; twice that
+    # and a small segment
+    arch = catalog_architecture(HYBRID_FP8)
+    factor = measured_constants().cudagraph_pool_mlp_factor
+    assert piece_pool_bytes(arch, 512, 1, factor) == (2 * (51 + 16) + 2) * MIB
+    # a narrow MLP: the input projection's tensors at the split (qkvz 16 MiB, in_proj_ba's output and b, a
+    # 2 x 96 KiB, core_attn_out 6 MiB) are the piece's peak
+    narrow = replace(arch, intermediate_size=1024)
+    live = 16 * MIB + 2 * 96 * 1024 + 6 * MIB
+    assert piece_pool_bytes(narrow, 512, 1, factor) == -(-factor * live // (2 * MIB)) * 2 * MIB + 2 * MIB
+    # without its linear-attention layers the same geometry pools its MLP alone, as before
+    dense = replace(arch, linear_attention_layers=0, gdn=None)
+    assert piece_pool_bytes(dense, 512, 1, factor) == (2 * 51 + 2) * MIB
+
+
+def _kernels_per_layer(model: str, capability: tuple[int, int] = HOPPER) -> float:
+    arch = catalog_architecture(model)
+    return layer_kernels(arch, measured_constants().cudagraph_kernels, capability) / arch.num_layers
+
+
+def test_a_dense_bf16_layer_keeps_twelve_kernels() -> None:
+    # two norms, qkv, q/k norm with rotary (two), o_proj, the attention op (three), gate_up, SiLU-and-mul, down
+    assert _kernels_per_layer(DENSE) == _kernels_per_layer(EMBEDDING) == 12
+
+
+def test_a_sparse_mlp_launches_router_routing_and_fused_experts_in_place_of_three_kernels() -> None:
+    # router GEMM, topk_softmax, moe_align_block_size (two above 64 experts), w13, silu_and_mul, w2, moe_sum
+    assert _kernels_per_layer(MOE) == 12 - 3 + 8
+
+
+def test_block_fp8_adds_the_quantization_no_fusion_pass_absorbs_and_none_where_marlin_runs_it() -> None:
+    # RMSNorm+quant and SiLU-and-mul+quant fuse; o_proj's input, the attention op's output, is quantized alone
+    assert _kernels_per_layer(FP8) == 13
+    assert _kernels_per_layer(FP8, (8, 0)) == 12  # weight-only Marlin below compute capability 8.9
+
+
+def test_a_hybrid_fp8_layer_counts_its_mixer_and_its_gemma_norms_unfused_quantization() -> None:
+    arch = catalog_architecture(HYBRID_FP8)
+    assert (arch.num_layers, arch.linear_attention_layers) == (64, 48)
+    # Gated DeltaNet: 2 norms + 8 mixer + 3 MLP + qkvz, out_proj and gate_up quantized alone; gated attention:
+    # 2 + 7 + 1 gate + 3 + qkv, o_proj and gate_up
+    total = layer_kernels(arch, measured_constants().cudagraph_kernels, HOPPER)
+    assert total == 48 * (2 + 8 + 3 + 3) + 16 * (2 + 7 + 1 + 3 + 3)
 
 
 def test_the_driver_memory_per_graph_is_hoppers_measured_figure_on_hopper_only() -> None:
