@@ -26,6 +26,20 @@ def instance_type_known(config: StackConfig) -> bool:
     return pool.mode == "managed" or "instance_type" in pool.model_fields_set
 
 
+def _time_slice_gpus_problem(config: StackConfig, gpus: int) -> Problem:
+    """Time-slice on nodes of several GPUs, at the setting the count came from: a pool that names no instance type
+    has none to blame."""
+    pool = config.node_pool
+    stated = pool.gpus_per_node is not None
+    where = f"the pool gives {gpus} per node" if stated else f"{pool.instance_type} has {gpus}"
+    return Problem(
+        "colo:nodePool.gpusPerNode" if stated else "colo:nodePool.instanceType",
+        f"time-slice pairs two containers on one GPU only when the node has exactly one GPU; {where}, so the two "
+        f"replicas may land on different GPUs. Use a single-GPU instance type (e.g. g6e.xlarge), or gpuPairing dra "
+        f"or uuid-handoff",
+    )
+
+
 def gpus_per_node(config: StackConfig) -> int | None:
     pool = config.node_pool
     if pool.gpus_per_node is not None:
@@ -68,17 +82,7 @@ def platform_problems(config: StackConfig) -> list[Problem]:
                 )
             )
         elif gpus != 1:
-            # name where the count came from: a pool that names no instance type has none to blame
-            stated = pool.gpus_per_node is not None
-            where = f"the pool gives {gpus} per node" if stated else f"{pool.instance_type} has {gpus}"
-            problems.append(
-                Problem(
-                    "colo:nodePool.gpusPerNode" if stated else "colo:nodePool.instanceType",
-                    f"time-slice pairs two containers on one GPU only when the node has exactly one GPU; {where}, "
-                    f"so the two replicas may land on different GPUs. Use single-GPU nodes (e.g. g6e.xlarge), or "
-                    f"gpuPairing dra or uuid-handoff",
-                )
-            )
+            problems.append(_time_slice_gpus_problem(config, gpus))
     native = cluster.native_sidecars
     if native and cluster.minor < NATIVE_SIDECAR_MIN_MINOR:
         problems.append(
