@@ -33,7 +33,6 @@ from colo.vllm.process.budget import (
     ProcessBudget,
     ProcessSpec,
     geometry_for,
-    mamba_state_blocks,
     size_process,
 )
 from colo.vllm.process.cudagraph import SMALL_CAPTURE_SIZES
@@ -318,7 +317,7 @@ def _fewer_seqs(
     """The candidate vLLM would refuse for a hybrid model's state blocks, with its derived batch lowered below
     what the pool holds (_batch_below). Fewer sequences leave the pool no smaller, so the lowered batch still fits
     its blocks."""
-    blocks = mamba_state_blocks(refused.spec, refused.capacity, refused.graphs, refused.measured) or 0
+    blocks = refused.decode_state_blocks or 0
     seqs = _batch_below(blocks)
     if seqs < 8:
         return refused, decision
@@ -369,7 +368,7 @@ def _mamba_seqs_problem(server: ServerPlan) -> Problem:
     """A hybrid model's decode batch larger than its recurrent-state blocks: the fix is the batch, with room for
     the KV figure's error (a cold first start's pool is a few percent smaller)."""
     b = server.budget
-    blocks = mamba_state_blocks(b.spec, b.capacity, b.graphs, b.measured) or 0
+    blocks = b.decode_state_blocks or 0
     safe = max(8, _batch_below(blocks))
     return Problem(
         f"{server.config_path}.maxNumSeqs",

@@ -10,7 +10,6 @@ from typing import Any
 
 from colo.config import parse_stack_config
 from colo.plan.stack import Plan, make_plan
-from colo.vllm.process.budget import mamba_state_blocks
 
 
 def _hybrid_pair(*, version: str = "0.22.0", **llm: Any) -> dict[str, Any]:
@@ -53,7 +52,7 @@ def test_a_derived_batch_is_lowered_below_the_planned_state_blocks_and_keeps_the
     assert plan.feasible, plan.problems
     llm = _llm(plan)
     budget = llm.memory_plan.budget
-    blocks = mamba_state_blocks(budget.spec, budget.capacity, budget.graphs, budget.measured)
+    blocks = budget.decode_state_blocks
     assert blocks is not None
     seqs = int(_arg(list(llm.args), "--max-num-seqs") or 0)
     # 5 % below the refused default's pool, in steps of 8; the lowered batch's own pool is no smaller
@@ -90,5 +89,5 @@ def test_releases_before_0_20_make_no_such_check_and_keep_the_default_batch() ->
     plan = _plan(_hybrid_pair(version="0.19.1"))
     llm = _llm(plan)
     budget = llm.memory_plan.budget
-    assert mamba_state_blocks(budget.spec, budget.capacity, budget.graphs, budget.measured) is None
+    assert budget.decode_state_blocks is None
     assert not any("max-num-seqs lowered" in note for note in llm.memory_plan.notes)

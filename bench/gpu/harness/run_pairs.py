@@ -2,18 +2,18 @@
 
     python3 -m harness.run_pairs SPEC.json OUTDIR [--workdir DIR] [--executable vllm]
 
-The spec (bench/gpu/make_spec.py writes it from `colo plan --format json`) names the models with their
-catalog config, the servers with the plan's own arguments, and the actions in order:
-`{"start": NAME, "timeout_s": S, "expect": "ready"|"refused", "as": LABEL}` (`as` names the log of a second
-start of the same server, e.g. a restart on a warm compile cache), `{"load": {label, duration_s, clients}}`,
-`{"stop": NAME}`, `{"smi": LABEL}`, `{"mps": "start"|"stop"|"status"}` and `{"pin": NAME|"runner", "cpus":
-"0-9"|"cores:0-4"|"all"}` (harness.cpus: a running server's processes, or the runner and so its load generator, onto other
-host CPUs). A server starts on the CPUs the spec gives it (`"cpus": "10-15"`), else on all the runner had. A server the spec marks
-`"probe": true` runs with harness.startup_probe installed (probe_site first on its PYTHONPATH), which writes
-`logs/<log name>-probe-<pid>.json` from its engine process. A spec with `"mps": true` runs a private CUDA MPS
-control daemon (harness.mps) when told to; a server with `"mps_client": true` starts as its client, one with
-false away from it. Servers still running at the end are stopped, then the daemon is told to quit; nothing else
-is touched. Every action checks the spec's deadline first, so the run ends (and writes its results) within it.
+The spec (bench/gpu/make_spec.py writes it from `colo plan --format json`) names the models with their catalog
+config, the servers with the plan's own arguments, and the actions in order: `{"start": NAME, "timeout_s": S,
+"expect": "ready"|"refused", "as": LABEL}` (`as` names the log of a second start of the same server, e.g. a
+restart on a warm compile cache), `{"load": {label, duration_s, clients}}`, `{"stop": NAME}`, `{"smi": LABEL}`,
+`{"mps": "start"|"stop"|"status"}` and `{"pin": NAME|"runner", "cpus": "0-9"|"cores:0-4"|"all"}` (harness.cpus: a
+running server's processes, or the runner and so its load generator, onto other host CPUs). A server starts on the
+CPUs the spec gives it (`"cpus": "10-15"`), else on all the runner had. A server the spec marks `"probe": true`
+runs with harness.startup_probe installed (probe_site first on its PYTHONPATH), which writes
+`logs/<log name>-probe-<pid>.json` from its engine process. A spec with `"mps": true` runs a private CUDA MPS control daemon
+(harness.mps) when told to; a server with `"mps_client": true` starts as its client, one with false away from it.
+Servers still running at the end are stopped, then the daemon is told to quit; nothing else is touched. Every
+action checks the spec's deadline first, so the run ends (and writes its results) within it.
 """
 
 from __future__ import annotations

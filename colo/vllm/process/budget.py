@@ -253,6 +253,11 @@ class ProcessBudget:
         return self.spec.rules.kv_accounting == "global"
 
     @property
+    def decode_state_blocks(self) -> int | None:
+        """The blocks vLLM holds this hybrid model's decode batch against (`decode_state_blocks`)."""
+        return decode_state_blocks(self.spec, self.capacity, self.graphs, self.measured)
+
+    @property
     def graphs_outside_budget_bytes(self) -> int:
         """Graph memory beyond what vLLM's budget took off the KV pool: all of it where the release subtracts
         no estimate, else what the graphs hold beyond the estimate (negative where vLLM over-estimated); none
@@ -744,7 +749,7 @@ def _graph_profile_oom(spec: ProcessSpec, weights: int, non_torch: int, free_aft
 MAMBA_SEQS_ERROR = "ValueError: max_num_seqs"
 
 
-def mamba_state_blocks(
+def decode_state_blocks(
     spec: ProcessSpec, capacity: KvCapacity | None, graphs: GraphPlan, measured: MeasuredSizing | None
 ) -> int | None:
     """The blocks 0.20+ hold a hybrid model's decode batch against when it captures FULL decode graphs: one
@@ -763,7 +768,7 @@ def mamba_state_blocks(
 def _mamba_seqs_error(
     spec: ProcessSpec, capacity: KvCapacity | None, graphs: GraphPlan, measured: MeasuredSizing | None
 ) -> list[str]:
-    blocks = mamba_state_blocks(spec, capacity, graphs, measured)
+    blocks = decode_state_blocks(spec, capacity, graphs, measured)
     seqs = spec.limits.max_num_seqs
     if blocks is None or seqs <= blocks:
         return []
