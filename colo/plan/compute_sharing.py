@@ -18,7 +18,7 @@ states comes from colo's own measurements (colo/catalog/interference.yaml), each
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from colo.catalog import MIB, GpuSpec
@@ -251,6 +251,7 @@ class SharingCost:
     setting: SharingSetting | None  # the row of the pair's mode, cap and companion flags, where measured
     baseline: SharingSetting | None  # time-slice with no flags, for the companions' cost under mps
     levers: tuple[SharingSetting, ...] = ()  # the pair's mode and cap with other companion flags, measured
+    mps_rows: tuple[SharingSetting, ...] = ()  # under time-slice: the uncapped MPS rows, what switching buys
 
 
 @dataclass(frozen=True)
@@ -291,7 +292,12 @@ def sharing_cost(
     exact = all(_closeness(best, gpu, vllm, llm, companions))
     setting = best.setting(mode, cap, flags) if flags is not None else None
     levers = best.levers(mode, cap, flags if flags is not None else ())
-    return SharingCost(best, exact, setting, best.setting("time-slice", None), levers)
+    mps_rows = (
+        tuple(s for s in best.settings if s.sharing == "mps" and s.companion_cap is None)
+        if mode == "time-slice"
+        else ()
+    )
+    return SharingCost(best, exact, setting, best.setting("time-slice", None), levers, mps_rows)
 
 
 # Companion settings a measurement row may name by the vLLM flag it ran with, and the stack key that sets it.
@@ -332,7 +338,7 @@ def pair_sharing(
     flags = companion_flags(pair)
     cost = sharing_cost(mode, cap, gpu.name, pair.llm.vllm.version, pair.llm.model, companions, flags)
     if caps and cap is None:  # companions capped differently, or some not at all: no row matches
-        cost = SharingCost(cost.measurement, cost.exact, None, cost.baseline, cost.levers)
+        cost = replace(cost, setting=None)
     return PairSharing(mode, mps_route(config), caps, tuple(clients), cost, flags)
 
 
@@ -413,6 +419,11 @@ def cost_lines(sharing: PairSharing) -> list[str]:
         f"    measured there too, companions at {_flags_text(lever.companion_flags)}: LLM {_latency(lever)}; "
         f"companions {_per_s(lever)}"
         for lever in cost.levers
+    ]
+    lines += [
+        f"    mps instead, companions uncapped at {_flags_text(row.companion_flags)}: LLM {_latency(row)}; "
+        f"companions {_per_s(row)}"
+        for row in cost.mps_rows
     ]
     if sharing.mode == "mps" and cost.baseline is not None:
         lines.append(

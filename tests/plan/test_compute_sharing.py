@@ -373,3 +373,20 @@ def test_companion_flags_in_a_cost_row_come_in_flag_and_value_pairs() -> None:
                 "companion_per_s": [1, 2],
             }
         )
+
+
+def test_a_time_slice_pair_is_told_what_the_measured_mps_arrangements_bought() -> None:
+    raw = _h100_pair()
+    raw["cluster"]["computeSharing"] = "time-slice"
+    (pair,) = _plan(raw).pairs
+    assert pair.sharing is not None
+    text = "\n".join(cost_lines(pair.sharing))
+    assert "time-slice, LLM beside busy companions: TTFT +12 %, TPOT +35 % at concurrency 1" in text
+    assert "mps instead, companions uncapped at colo's defaults: LLM TTFT -7 %, TPOT +17 %" in text
+    assert "mps instead, companions uncapped at maxNumBatchedTokens 512: LLM TTFT -2 %, TPOT +6 %" in text
+
+
+def test_an_mps_pair_is_not_told_mps_instead() -> None:
+    (pair,) = _plan(_h100_pair()).pairs
+    assert pair.sharing is not None and pair.sharing.cost.mps_rows == ()
+    assert "mps instead" not in "\n".join(cost_lines(pair.sharing))
