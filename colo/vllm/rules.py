@@ -162,6 +162,11 @@ class VllmRules(_Strict):
     # --- engine limits
     batch_tiers: tuple[BatchTier, ...]  # in the order get_batch_defaults tests them
     max_num_seqs_capped_by_batched_tokens: bool  # max_num_seqs = min(default, max_num_batched_tokens)
+    # max_num_batched_tokens where it is left to vLLM: forced_model_len, max_model_len for a model that does not
+    # chunk its prefills, whatever the user gave; model_len, the same only when the user gave none; floored, the
+    # tier's default, raised to max_model_len for a model that does not chunk, then at most max_num_seqs x
+    # max_model_len (for every model)
+    batched_tokens_default: Literal["forced_model_len", "model_len", "floored"]
     max_model_len_error: Literal["0.8.0", "0.10.2"]  # _get_and_verify_max_len's wording
     # get_sentence_transformer_tokenizer_config returns sentence_bert_config.json only when it also sets
     # do_lower_case; its max_seq_length then replaces the derived max_model_len
