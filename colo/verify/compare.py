@@ -177,11 +177,21 @@ def observed_figures(
     return {key: value for key, value in observed.items() if value is not None}
 
 
+def logged_device_gib(log: StartupLog) -> tuple[float, float] | None:
+    """The device's total and its free memory at startup as vLLM printed them (its startup summary or its
+    free-memory error, which print both), where it printed them."""
+    summary, error = log.summary, log.error
+    if summary is not None:
+        return summary.total_gib, summary.free_gib
+    if error is not None and error.total_gib is not None and error.free_gib is not None:
+        return error.total_gib, error.free_gib
+    return None
+
+
 def logged_total_gib(log: StartupLog) -> float | None:
     """The device total vLLM printed (its startup summary or its free-memory error), where it printed one."""
-    if log.summary is not None:
-        return log.summary.total_gib
-    return log.error.total_gib if log.error is not None else None
+    device = logged_device_gib(log)
+    return device[0] if device is not None else None
 
 
 def other_total(budget: ProcessBudget, log: StartupLog) -> float | None:
