@@ -288,6 +288,7 @@ def server_limits(checked: CheckedServer, gpu_spec: GpuSpec, budget: Budget) -> 
         max_model_len=max_len,
         max_num_seqs=seqs,
         max_num_batched_tokens=server.max_num_batched_tokens,
+        pooling=small,
     )
 
 

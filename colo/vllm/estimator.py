@@ -194,6 +194,7 @@ def estimate(args: EstimateRequest, *, kv_pool_bytes: int | None = None) -> Esti
         max_model_len=args.max_model_len,
         max_num_seqs=args.max_num_seqs,
         max_num_batched_tokens=args.max_num_batched_tokens,
+        pooling=args.pooling,
     )
     spec = ProcessSpec(
         arch=arch,

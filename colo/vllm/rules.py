@@ -167,6 +167,12 @@ class VllmRules(_Strict):
     # tier's default, raised to max_model_len for a model that does not chunk, then at most max_num_seqs x
     # max_model_len (for every model)
     batched_tokens_default: Literal["forced_model_len", "model_len", "floored"]
+    # which pooling models chunk their prefills (colo.vllm.process.engine_limits.pooling_chunks): declared_last,
+    # only one whose sentence-transformers config declares LAST first (no class default); last, one whose pooling
+    # (declared first, else the class's) is LAST; not_mean_step_cls, one whose pooling is neither MEAN, STEP nor
+    # CLS; seq_tok, one whose sequence pooling (declared last, else the class's) is neither MEAN nor CLS and whose
+    # token pooling is not STEP. Every generate model chunks; an encoder-only or non-causal pooler never does.
+    pooling_chunks: Literal["declared_last", "last", "not_mean_step_cls", "seq_tok"]
     max_model_len_error: Literal["0.8.0", "0.10.2"]  # _get_and_verify_max_len's wording
     # get_sentence_transformer_tokenizer_config returns sentence_bert_config.json only when it also sets
     # do_lower_case; its max_seq_length then replaces the derived max_model_len

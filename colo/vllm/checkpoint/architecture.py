@@ -108,6 +108,10 @@ class ModelArchitecture:
     attention_bias: bool = False
     attn_output_gate: bool = False  # q_proj also emits a per-head output gate (Qwen3-Next, Qwen3.5/3.6)
     encoder_only: bool = False
+    # The pooling a sentence-transformers checkpoint declares (colo.vllm.checkpoint.pooling); None: it declares
+    # none, or colo did not read it, and vLLM takes the model class's default (colo.vllm.process.engine_limits).
+    declared_pooling: tuple[str, ...] | None = None
+    is_causal: bool = True  # config.json's is_causal; False: vLLM pools it with bidirectional attention
     # Layer kinds. full + sliding + linear == num_layers.
     full_attention_layers: int = 0
     sliding_attention_layers: int = 0

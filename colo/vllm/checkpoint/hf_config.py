@@ -499,6 +499,7 @@ def from_hf_config(
         attention_bias=attention.attention_bias,
         attn_output_gate=attention.attn_output_gate,
         encoder_only=encoder_only,
+        is_causal=bool(config.top.get("is_causal", True)),
         full_attention_layers=0 if encoder_only else kinds.full,
         sliding_attention_layers=kinds.sliding,
         sliding_window=kinds.window,

@@ -30,14 +30,58 @@ def derived_max_model_len(arch: ModelArchitecture, rules: VllmRules) -> float:
     return arch.max_model_len_limit
 
 
-def chunks_prefill(arch: ModelArchitecture) -> bool:
+# Decoder pooling classes whose default pooling is not LAST (every other class: LAST, interfaces_base.py's
+# VllmModelForPooling), as vLLM's @default_pooling_type sets it: the one pooling type up to 0.13.0, then the
+# (sequence, token) pair (0.14.0 - 0.34.0). vllm 0.10.1 - 0.13.0 qwen2_rm.py, internlm2.py, gritlm.py (0.11.0+);
+# 0.14.0, 0.22.0, 0.34.0 the same classes with seq_pooling_type / tok_pooling_type; 0.34.0 embedding_gemma2.py,
+# lfm2.py. The encoder-only classes (BERT family: CLS) are `arch.encoder_only`.
+CLASS_POOLING: dict[str, tuple[str, tuple[str, str]]] = {
+    "GritLM": ("MEAN", ("MEAN", "ALL")),
+    "Qwen2ForRewardModel": ("ALL", ("LAST", "ALL")),
+    "InternLM2ForRewardModel": ("ALL", ("LAST", "ALL")),
+    "Qwen2ForProcessRewardModel": ("STEP", ("LAST", "STEP")),
+    "EmbeddingGemma2Model": ("MEAN", ("MEAN", "ALL")),
+    "Lfm2BidirectionalModel": ("CLS", ("CLS", "ALL")),
+}
+SEQ_POOLING = ("CLS", "LAST", "MEAN")  # vllm 0.22.0 config/pooler.py SEQ_POOLING_TYPES
+TOK_POOLING = ("ALL", "STEP")  # TOK_POOLING_TYPES
+
+
+def _last_of(names: tuple[str, ...], kinds: tuple[str, ...], default: str) -> str:
+    found = [name for name in names if name in kinds]
+    return found[-1] if found else default
+
+
+def pooling_chunks(arch: ModelArchitecture, rules: VllmRules) -> bool:
+    """Whether vLLM chunks a pooling model's prefills (rules.pooling_chunks): an encoder-only or non-causal model
+    never does; else it depends on the pooling the checkpoint's sentence-transformers config declares
+    (arch.declared_pooling), or the model class's default (CLASS_POOLING) where it declares none. A catalog model
+    or an S3 prefix whose Pooling config colo did not read takes the class default, as vLLM does without one."""
+    if arch.encoder_only or not arch.is_causal:
+        return False
+    declared = arch.declared_pooling or ()
+    single, (seq, tok) = CLASS_POOLING.get(arch.architecture, ("LAST", ("LAST", "ALL")))
+    if rules.pooling_chunks == "declared_last":
+        return declared[:1] == ("LAST",)
+    if (
+        rules.pooling_chunks == "seq_tok"
+    ):  # a class defaulting to CLS pooling attends bidirectionally (attn_type)
+        if seq == "CLS":
+            return False
+        seq, tok = _last_of(declared, SEQ_POOLING, seq), _last_of(declared, TOK_POOLING, tok)
+        return seq not in ("MEAN", "CLS") and tok != "STEP"
+    kind = declared[0] if declared else single
+    if rules.pooling_chunks == "last":
+        return kind == "LAST"
+    return kind not in ("MEAN", "STEP", "CLS")
+
+
+def chunks_prefill(arch: ModelArchitecture, rules: VllmRules, *, pooling: bool) -> bool:
     """Whether vLLM chunks the model's prefills by default (vllm 0.22.0 config/model.py::ModelConfig.
-    is_chunked_prefill_supported; 0.10.1-0.11.0 engine/arg_utils.py::_set_default_args_v1 and _set_default_args:
-    a pooling model chunks only with LAST pooling and causal attention). Every generate model chunks. colo reads
-    only the attention: an encoder-only (bidirectional) pooler does not chunk. A decoder pooling model with MEAN
-    or CLS pooling (or STEP token pooling) does not chunk either, which colo does not read from the checkpoint's
-    pooling config: it counts such a model as chunking, so it may under-size its batch and miss the refusal."""
-    return not arch.encoder_only
+    is_chunked_prefill_supported; 0.9.2-0.11.2 engine/arg_utils.py::_set_default_args_v1 and _set_default_args):
+    every generate model does; a pooling model as pooling_chunks says. An encoder-only model is always a pooling
+    one."""
+    return pooling_chunks(arch, rules) if pooling or arch.encoder_only else True
 
 
 def _batched_tokens(
@@ -64,12 +108,13 @@ def resolve_limits(
     max_model_len: int | None,
     max_num_seqs: int | None,
     max_num_batched_tokens: int | None,
+    pooling: bool = False,
 ) -> EngineLimits:
     model_len = max_model_len or int(derived_max_model_len(arch, rules))  # vLLM's default: the derived length
     # vLLM matches the device name CUDA reports ("NVIDIA A100-SXM4-80GB"); a GPU given by memory has its label.
     defaults = rules.batch_defaults(gpu.device_name or gpu.name, gpu.cuda_total_bytes)
     seqs = max_num_seqs or defaults.max_num_seqs
-    chunked = chunks_prefill(arch)
+    chunked = chunks_prefill(arch, rules, pooling=pooling)
     tokens = _batched_tokens(
         rules,
         max_num_batched_tokens,
