@@ -434,6 +434,14 @@ def cost_lines(sharing: PairSharing) -> list[str]:
     return lines
 
 
+def _row_view(row: SharingSetting) -> dict[str, Any]:
+    return {
+        "companion_flags": list(row.companion_flags),
+        "llm_cost_percent": dict(row.llm_cost_percent),
+        "companion_per_s": list(row.companion_per_s),
+    }
+
+
 def sharing_view(sharing: PairSharing) -> dict[str, Any]:
     cost = sharing.cost
     m = cost.measurement
@@ -451,14 +459,8 @@ def sharing_view(sharing: PairSharing) -> dict[str, Any]:
             "llm_cost_percent": dict(cost.setting.llm_cost_percent) if cost.setting else None,
             "companion_per_s": list(cost.setting.companion_per_s) if cost.setting else None,
             "time_slice_companion_per_s": list(cost.baseline.companion_per_s) if cost.baseline else None,
-            "levers": [
-                {
-                    "companion_flags": list(lever.companion_flags),
-                    "llm_cost_percent": dict(lever.llm_cost_percent),
-                    "companion_per_s": list(lever.companion_per_s),
-                }
-                for lever in cost.levers
-            ],
+            "levers": [_row_view(lever) for lever in cost.levers],
+            "mps_instead": [_row_view(row) for row in cost.mps_rows],
             "source": m.source,
         },
         "lines": cost_lines(sharing),

@@ -352,13 +352,18 @@ def test_companions_at_different_batches_match_no_row() -> None:
     )
 
 
-def test_the_json_plan_lists_the_measured_levers() -> None:
+def test_the_json_plan_lists_the_measured_levers_and_what_mps_bought() -> None:
     from colo.plan.report import plan_view
 
     view = plan_view(_plan(_h100_pair()))["pairs"][0]["compute_sharing"]
     (lever,) = view["cost"]["levers"]
     assert lever["companion_flags"] == ["--max-num-batched-tokens", "512"]
     assert lever["llm_cost_percent"]["c16_tpot"] == 8.2 and lever["companion_per_s"] == [37.3, 45.0]
+    assert view["cost"]["mps_instead"] == []
+    raw = _h100_pair()
+    raw["cluster"]["computeSharing"] = "time-slice"
+    rows = plan_view(_plan(raw))["pairs"][0]["compute_sharing"]["cost"]["mps_instead"]
+    assert [row["companion_flags"] for row in rows] == [[], ["--max-num-batched-tokens", "512"]]
 
 
 def test_companion_flags_in_a_cost_row_come_in_flag_and_value_pairs() -> None:
