@@ -63,10 +63,8 @@ def pooling_chunks(arch: ModelArchitecture, rules: VllmRules) -> bool:
     single, (seq, tok) = CLASS_POOLING.get(arch.architecture, ("LAST", ("LAST", "ALL")))
     if rules.pooling_chunks == "declared_last":
         return declared[:1] == ("LAST",)
-    if (
-        rules.pooling_chunks == "seq_tok"
-    ):  # a class defaulting to CLS pooling attends bidirectionally (attn_type)
-        if seq == "CLS":
+    if rules.pooling_chunks == "seq_tok":
+        if seq == "CLS":  # a class defaulting to CLS pooling attends bidirectionally (attn_type)
             return False
         seq, tok = _last_of(declared, SEQ_POOLING, seq), _last_of(declared, TOK_POOLING, tok)
         return seq not in ("MEAN", "CLS") and tok != "STEP"
