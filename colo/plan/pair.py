@@ -289,6 +289,8 @@ def server_limits(checked: CheckedServer, gpu_spec: GpuSpec, budget: Budget) -> 
         max_num_seqs=seqs,
         max_num_batched_tokens=server.max_num_batched_tokens,
         pooling=small,
+        language_model_only=server.language_model_only,
+        mm_limits=server.limit_mm_per_prompt,
     )
 
 

@@ -195,6 +195,8 @@ def estimate(args: EstimateRequest, *, kv_pool_bytes: int | None = None) -> Esti
         max_num_seqs=args.max_num_seqs,
         max_num_batched_tokens=args.max_num_batched_tokens,
         pooling=args.pooling,
+        language_model_only=args.language_model_only,
+        mm_limits=args.limit_mm_per_prompt,
     )
     spec = ProcessSpec(
         arch=arch,

@@ -194,6 +194,10 @@ class VllmRules(_Strict):
     # how many maximum-size items profile_run encodes (colo.vllm.process.mm_profile): MultiModalBudget's
     # encoder-budget rule, or one item (colo's earlier reading, kept where the budget code was not re-read)
     mm_profile_batch: Literal["one_item", "encoder_budget"]
+    # an unset max_num_batched_tokens raised to one maximum-size item of a multimodal prefix-LM model
+    # (colo.vllm.process.engine_limits): none; always (the model multimodal); with_mm_inputs (not when
+    # --language-model-only or every modality's --limit-mm-per-prompt is 0)
+    mm_prefix_batch_floor: Literal["none", "always", "with_mm_inputs"]
     error_names_device: bool
     uuid_in_cuda_visible_devices: bool  # CUDA_VISIBLE_DEVICES=GPU-<uuid> resolves (else an index is needed)
     # --- the model dtype, `--dtype` (ModelConfig's _get_and_verify_dtype; docs §15)

@@ -127,6 +127,9 @@ class ModelArchitecture:
     mtp_layers: int = 0
     vision_parameters: int = 0
     vision: VisionGeometry | None = None
+    # vLLM attends bidirectionally over the multimodal positions (ModelConfig.is_mm_prefix_lm: Gemma 4 with
+    # text_config.use_bidirectional_attention "vision"); colo.vllm.process.engine_limits reads it
+    mm_prefix_lm: bool = False
     rotary_dim: int | None = None  # partial rotary embeddings cache fewer dimensions
     # rows of each cos/sin cache get_rope builds (empty: one of max_position_embeddings rows)
     rotary_cache_rows: tuple[int, ...] = ()

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from colo.catalog import GpuSpec
 from colo.vllm.checkpoint.architecture import ModelArchitecture
+from colo.vllm.process.mm_profile import prefix_lm_item_tokens
 from colo.vllm.rules import VllmRules
 
 
@@ -82,19 +83,43 @@ def chunks_prefill(arch: ModelArchitecture, rules: VllmRules, *, pooling: bool) 
     return pooling_chunks(arch, rules) if pooling or arch.encoder_only else True
 
 
+def mm_batch_floor(
+    arch: ModelArchitecture, rules: VllmRules, *, language_model_only: bool, mm_limits: dict[str, int]
+) -> int:
+    """The tokens vLLM raises an unset max_num_batched_tokens to for a multimodal prefix-LM model (0: none):
+    one maximum-size item of its most expensive modality (vllm 0.22.0 - 0.34.0 engine/arg_utils.py::
+    _get_min_mm_batched_tokens, rules.mm_prefix_batch_floor). From 0.27.0 a model whose multimodal inputs are
+    disabled is no prefix-LM (config/model.py::_supports_multimodal_for_mm_prefix)."""
+    item = prefix_lm_item_tokens(arch) if arch.mm_prefix_lm else None
+    if item is None or rules.mm_prefix_batch_floor == "none":
+        return 0
+    if rules.mm_prefix_batch_floor == "with_mm_inputs" and (
+        language_model_only or all(mm_limits.get(m, 1) == 0 for m in ("image", "video"))
+    ):
+        return 0
+    return item[0]
+
+
 def _batched_tokens(
-    rules: VllmRules, given: int | None, default: int, *, model_len: int, seqs: int, chunked: bool
+    rules: VllmRules,
+    given: int | None,
+    default: int,
+    *,
+    model_len: int,
+    seqs: int,
+    chunked: bool,
+    mm_floor: int = 0,
 ) -> int:
     """max_num_batched_tokens as vLLM sets it (rules.batched_tokens_default): vllm 0.10.0
     engine/arg_utils.py::_set_default_args_v1, 0.10.1-0.11.0 the same function, 0.11.1+ _set_default_args
-    (0.22.0 _set_default_max_num_seqs_and_batched_tokens_args)."""
+    (0.22.0 _set_default_max_num_seqs_and_batched_tokens_args, which raises it to `mm_floor` before the cap)."""
     if not chunked and rules.batched_tokens_default == "forced_model_len":
         return model_len  # over the user's value too
     if given is not None:
         return given
     if rules.batched_tokens_default != "floored":
         return default if chunked else model_len
-    tokens = default if chunked else max(model_len, default)
+    tokens = max(default if chunked else max(model_len, default), mm_floor)
     return min(seqs * model_len, tokens)
 
 
@@ -107,6 +132,8 @@ def resolve_limits(
     max_num_seqs: int | None,
     max_num_batched_tokens: int | None,
     pooling: bool = False,
+    language_model_only: bool = False,
+    mm_limits: dict[str, int] | None = None,
 ) -> EngineLimits:
     model_len = max_model_len or int(derived_max_model_len(arch, rules))  # vLLM's default: the derived length
     # vLLM matches the device name CUDA reports ("NVIDIA A100-SXM4-80GB"); a GPU given by memory has its label.
@@ -120,6 +147,9 @@ def resolve_limits(
         model_len=model_len,
         seqs=seqs,
         chunked=chunked,
+        mm_floor=mm_batch_floor(
+            arch, rules, language_model_only=language_model_only, mm_limits=mm_limits or {}
+        ),
     )
     if max_num_seqs is None and rules.max_num_seqs_capped_by_batched_tokens:
         seqs = min(seqs, tokens)  # vllm 0.10.1 engine/arg_utils.py::_set_default_args_v1

@@ -148,3 +148,35 @@ def test_estimate_refuses_an_encoder_batch_shorter_than_its_inputs() -> None:
     assert refused.value.field == "max_num_batched_tokens"
     assert "is smaller than max_model_len (1024)" in refused.value.message
     assert estimate(_request(max_num_seqs=64, max_num_batched_tokens=64)).budget is not None
+
+
+GEMMA4 = "google/gemma-4-31B-it-FP8"
+
+
+def _gemma4_batch(version: str, gpu: str, **kwargs: object) -> int:
+    kwargs = {"max_model_len": 16384, **kwargs}
+    request = EstimateRequest(model=GEMMA4, gpu=gpu, vllm_version=version, **kwargs)  # type: ignore[arg-type]
+    return estimate(request).budget.spec.limits.max_num_batched_tokens
+
+
+def test_from_0220_gemma4s_default_batch_is_raised_to_one_video() -> None:
+    # vllm 0.22.0 engine/arg_utils.py::_get_min_mm_batched_tokens: Gemma 4's largest item is a video of
+    # 32 x (70 + 2 + 6) tokens, over the 2048 default below 70 GiB (and on an A100)
+    assert _gemma4_batch("0.22.0", "L40S") == 2496
+    assert _gemma4_batch("0.34.0", "A100-80GB") == 2496
+    assert _gemma4_batch("0.21.0", "L40S") == 2048  # a release before the rule
+    assert _gemma4_batch("0.20.2", "L40S") == 2048
+
+
+def test_gemma4s_batch_is_not_raised_over_a_larger_default_or_a_given_value() -> None:
+    assert _gemma4_batch("0.34.0", "H100-SXM") == 8192
+    assert _gemma4_batch("0.34.0", "L40S", max_num_batched_tokens=2048) == 2048
+    assert _gemma4_batch("0.34.0", "L40S", max_num_seqs=1, max_model_len=2048) == 2048  # 1 x 2048 caps it
+
+
+def test_from_0270_a_gemma4_without_multimodal_inputs_is_no_prefix_lm() -> None:
+    # config/model.py::_supports_multimodal_for_mm_prefix (0.27.0): text-only, no floor; 0.26.0 still raises
+    assert _gemma4_batch("0.27.0", "L40S", language_model_only=True) == 2048
+    assert _gemma4_batch("0.27.0", "L40S", limit_mm_per_prompt={"image": 0, "video": 0}) == 2048
+    assert _gemma4_batch("0.27.0", "L40S", limit_mm_per_prompt={"image": 0}) == 2496
+    assert _gemma4_batch("0.26.0", "L40S", language_model_only=True) == 2496
