@@ -49,10 +49,11 @@ class ArgumentsError(ConfigError):
 
 
 class InfeasiblePlanError(ColoError):
-    """The config is valid but some GPU does not fit: nothing is deployed."""
+    """The config is valid but the plan is not: a GPU does not fit, or vLLM would refuse a server. Nothing is
+    deployed."""
 
     def __init__(self, problems: list[Problem]) -> None:
-        super().__init__(problems, "the plan does not fit; nothing was deployed:")
+        super().__init__(problems, "the plan is refused; nothing was deployed:")
 
 
 class UsageError(ColoError):

@@ -47,15 +47,23 @@ class Measurement:
             f"{self.llm_load}; companions: {self.companion_load}"
         )
 
-    def setting(self, sharing: str, cap: int | None) -> SharingSetting | None:
-        """The row of `sharing` with the companions at `cap` and no flags beyond the plan's."""
+    def setting(self, sharing: str, cap: int | None, flags: tuple[str, ...] = ()) -> SharingSetting | None:
+        """The row of `sharing` with the companions at `cap` and run with exactly `flags` beyond the plan's."""
         return next(
             (
                 s
                 for s in self.settings
-                if s.sharing == sharing and s.companion_cap == cap and not s.companion_flags
+                if s.sharing == sharing and s.companion_cap == cap and s.companion_flags == flags
             ),
             None,
+        )
+
+    def levers(self, sharing: str, cap: int | None, flags: tuple[str, ...]) -> tuple[SharingSetting, ...]:
+        """The other rows of `sharing` at `cap`: the same companions run with other flags, measured beside."""
+        return tuple(
+            s
+            for s in self.settings
+            if s.sharing == sharing and s.companion_cap == cap and s.companion_flags != flags
         )
 
 
@@ -69,10 +77,13 @@ def _costs(raw: Mapping[str, Any]) -> dict[str, float]:
 
 def _setting(raw: Mapping[str, Any]) -> SharingSetting:
     low, high = raw["companion_per_s"]
+    flags = tuple(str(f) for f in raw.get("companion_flags", []))
+    if len(flags) % 2:
+        raise ValueError(f"companion_flags: flag and value pairs, got {list(flags)}")
     return SharingSetting(
         sharing=str(raw["sharing"]),
         companion_cap=raw.get("companion_cap"),
-        companion_flags=tuple(str(f) for f in raw.get("companion_flags", [])),
+        companion_flags=flags,
         llm_cost_percent=_costs(raw["llm_cost_percent"]),
         companion_per_s=(float(low), float(high)),
     )

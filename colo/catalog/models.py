@@ -24,6 +24,9 @@ class CatalogModel:
     side_files: dict[str, Any]  # file name (SIDE_FILES) -> its JSON content
     checkpoint_bytes: int | None  # model.safetensors.index.json total_size, where a public copy gave it
     gated: bool
+    # the pooling modes its sentence-transformers Pooling config sets true (colo.vllm.checkpoint.pooling's
+    # names); None: the entry records none, and vLLM takes the model class's default
+    declared_pooling: tuple[str, ...] | None = None
 
 
 def _merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
@@ -82,4 +85,5 @@ def catalog_model(model_id: str) -> CatalogModel:
         side_files={name: entry[key] for name in SIDE_FILES if (key := name.removesuffix(".json")) in entry},
         checkpoint_bytes=int(exact) if exact else None,
         gated=bool(entry.get("gated")),
+        declared_pooling=tuple(entry["pooling"]) if "pooling" in entry else None,
     )

@@ -18,7 +18,7 @@ states comes from colo's own measurements (colo/catalog/interference.yaml), each
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from colo.catalog import MIB, GpuSpec
@@ -248,8 +248,10 @@ class SharingCost:
 
     measurement: Measurement | None
     exact: bool  # the measurement ran this very pair (GPU, vLLM, models)
-    setting: SharingSetting | None  # the row of the pair's mode and cap, where measured
+    setting: SharingSetting | None  # the row of the pair's mode, cap and companion flags, where measured
     baseline: SharingSetting | None  # time-slice with no flags, for the companions' cost under mps
+    levers: tuple[SharingSetting, ...] = ()  # the pair's mode and cap with other companion flags, measured
+    mps_rows: tuple[SharingSetting, ...] = ()  # under time-slice: the uncapped MPS rows, what switching buys
 
 
 @dataclass(frozen=True)
@@ -259,6 +261,7 @@ class PairSharing:
     caps: tuple[tuple[Role, int], ...]  # companions' thread percentages, where capped
     clients: tuple[MpsClient | None, ...]  # in start order
     cost: SharingCost
+    companion_flags: tuple[str, ...] | None = ()  # what a measurement row can name (companion_flags)
 
     @property
     def companion_cap(self) -> int | None:
@@ -272,15 +275,52 @@ def _closeness(m: Measurement, gpu: str, vllm: str, llm: str, companions: tuple[
 
 
 def sharing_cost(
-    mode: ComputeSharing, cap: int | None, gpu: str, vllm: str, llm: str, companions: tuple[str, ...]
+    mode: ComputeSharing,
+    cap: int | None,
+    gpu: str,
+    vllm: str,
+    llm: str,
+    companions: tuple[str, ...],
+    flags: tuple[str, ...] | None = (),
 ) -> SharingCost:
-    """The measurement closest to this pair (the same LLM first, then companions, GPU, release), and its rows."""
+    """The measurement closest to this pair (the same LLM first, then companions, GPU, release), and its rows.
+    `flags`: the companions' flags a row can name (None: companions that differ, which no row matches)."""
     measurements = interference_measurements()
     if not measurements:
         return SharingCost(None, False, None, None)
     best = max(measurements, key=lambda m: _closeness(m, gpu, vllm, llm, companions))
     exact = all(_closeness(best, gpu, vllm, llm, companions))
-    return SharingCost(best, exact, best.setting(mode, cap), best.setting("time-slice", None))
+    setting = best.setting(mode, cap, flags) if flags is not None else None
+    levers = best.levers(mode, cap, flags if flags is not None else ())
+    mps_rows = (
+        tuple(s for s in best.settings if s.sharing == "mps" and s.companion_cap is None)
+        if mode == "time-slice"
+        else ()
+    )
+    return SharingCost(best, exact, setting, best.setting("time-slice", None), levers, mps_rows)
+
+
+# Companion settings a measurement row may name by the vLLM flag it ran with, and the stack key that sets it.
+COMPANION_FLAG_KEYS = {"--max-num-batched-tokens": "maxNumBatchedTokens"}
+
+
+def companion_flags(pair: Pair) -> tuple[str, ...] | None:
+    """The flags, among those a row can name, every companion runs with beyond colo's defaults; None where the
+    companions differ."""
+    batches = {server.max_num_batched_tokens for role, server in pair.servers() if role is not Role.LLM}
+    if len(batches) != 1:
+        return None
+    (batch,) = batches
+    return () if batch is None else ("--max-num-batched-tokens", str(batch))
+
+
+def _flags_text(flags: tuple[str, ...]) -> str:
+    if not flags:
+        return "colo's defaults"
+    return ", ".join(
+        f"{COMPANION_FLAG_KEYS.get(flag, flag)} {value}"
+        for flag, value in zip(flags[::2], flags[1::2], strict=True)
+    )
 
 
 def pair_sharing(
@@ -295,10 +335,11 @@ def pair_sharing(
     companions = tuple(server.model for role, server in pair.servers() if role is not Role.LLM)
     cap_values = {share for _, share in caps}
     cap = cap_values.pop() if len(cap_values) == 1 and len(caps) == len(companions) else None
-    cost = sharing_cost(mode, cap, gpu.name, pair.llm.vllm.version, pair.llm.model, companions)
+    flags = companion_flags(pair)
+    cost = sharing_cost(mode, cap, gpu.name, pair.llm.vllm.version, pair.llm.model, companions, flags)
     if caps and cap is None:  # companions capped differently, or some not at all: no row matches
-        cost = SharingCost(cost.measurement, cost.exact, None, cost.baseline)
-    return PairSharing(mode, mps_route(config), caps, tuple(clients), cost)
+        cost = replace(cost, setting=None)
+    return PairSharing(mode, mps_route(config), caps, tuple(clients), cost, flags)
 
 
 def _percent(value: float | None) -> str:
@@ -337,6 +378,16 @@ def _mode_text(sharing: PairSharing) -> str:
     return f"mps, through {route}; {caps}"
 
 
+def _companions_text(sharing: PairSharing) -> str:
+    if sharing.caps and sharing.companion_cap is None:
+        return "these caps"
+    cap = f"the companions at {sharing.companion_cap} % threads" if sharing.caps else "uncapped companions"
+    flags = sharing.companion_flags
+    if flags is None:
+        return f"{cap}, each with its own maxNumBatchedTokens"
+    return f"{cap} at {_flags_text(flags)}" if flags else cap
+
+
 def cost_lines(sharing: PairSharing) -> list[str]:
     """The plan's sentences on the pair's sharing: its mode, then the measured cost, labelled."""
     lines = [f"compute sharing: {_mode_text(sharing)}"]
@@ -358,13 +409,22 @@ def cost_lines(sharing: PairSharing) -> list[str]:
         f"    LLM {_alone(m)}",
     ]
     if cost.setting is None:
-        cap = f"the companions at {sharing.companion_cap} % threads" if sharing.caps else "these caps"
-        lines.append(f"    {sharing.mode} with {cap} was not measured there")
+        lines.append(f"    {sharing.mode} with {_companions_text(sharing)} was not measured there")
     else:
         lines.append(
             f"    {sharing.mode}, LLM beside busy companions: {_latency(cost.setting)}; companions "
             f"{_per_s(cost.setting)}"
         )
+    lines += [
+        f"    measured there too, companions at {_flags_text(lever.companion_flags)}: LLM {_latency(lever)}; "
+        f"companions {_per_s(lever)}"
+        for lever in cost.levers
+    ]
+    lines += [
+        f"    mps instead, companions uncapped at {_flags_text(row.companion_flags)}: LLM {_latency(row)}; "
+        f"companions {_per_s(row)}"
+        for row in cost.mps_rows
+    ]
     if sharing.mode == "mps" and cost.baseline is not None:
         lines.append(
             f"    time-slice instead: LLM {_latency(cost.baseline)}; companions {_per_s(cost.baseline)}"
@@ -372,6 +432,14 @@ def cost_lines(sharing: PairSharing) -> list[str]:
     if not cost.exact:
         lines.append("    measure your own pair in place: colo load")
     return lines
+
+
+def _row_view(row: SharingSetting) -> dict[str, Any]:
+    return {
+        "companion_flags": list(row.companion_flags),
+        "llm_cost_percent": dict(row.llm_cost_percent),
+        "companion_per_s": list(row.companion_per_s),
+    }
 
 
 def sharing_view(sharing: PairSharing) -> dict[str, Any]:
@@ -391,6 +459,8 @@ def sharing_view(sharing: PairSharing) -> dict[str, Any]:
             "llm_cost_percent": dict(cost.setting.llm_cost_percent) if cost.setting else None,
             "companion_per_s": list(cost.setting.companion_per_s) if cost.setting else None,
             "time_slice_companion_per_s": list(cost.baseline.companion_per_s) if cost.baseline else None,
+            "levers": [_row_view(lever) for lever in cost.levers],
+            "mps_instead": [_row_view(row) for row in cost.mps_rows],
             "source": m.source,
         },
         "lines": cost_lines(sharing),

@@ -1,9 +1,9 @@
 """One pair's plan: its servers checked, sized together on one GPU, given their flags and probe budgets.
 
 `plan_pair` runs the steps in order, each a function of its own: validate (release and architecture of
-every server) -> refusals (what vLLM refuses before sizing: V0 engine, context, TP) -> size (the servers on their GPU, in
-start order; an LLM with tensorParallelSize N on N GPUs with its companions spread over them) -> args (`vllm serve`
-flags) -> probes (startup budgets) -> assemble (the PairPlan, with its weight syncs).
+every server) -> refusals (what vLLM refuses before sizing: V0 engine, context, TP, batch limits) -> size (the
+servers on their GPU, in start order; an LLM with tensorParallelSize N on N GPUs with its companions spread over
+them) -> args (`vllm serve` flags) -> probes (startup budgets) -> assemble (the PairPlan, with its weight syncs).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from colo.vllm import (
     ALLOW_LONG_ENV,
     FLASHINFER_SAMPLER_ENV,
     ArchitectureError,
+    EngineLimits,
     GpuPlan,
     GroupPlan,
     GroupRequest,
@@ -49,6 +50,7 @@ from colo.vllm import (
     ServerSettings,
     VllmRules,
     architecture_from_path,
+    batch_limits_refusal,
     gpu_as_client,
     kv_cache_memory_bytes_missing,
     named_model,
@@ -270,6 +272,38 @@ def mps_env(config: StackConfig, checked: CheckedServer) -> tuple[tuple[str, str
     return ((THREAD_ENV, str(thread_percentage(config, checked.spec))),)
 
 
+def server_limits(checked: CheckedServer, gpu_spec: GpuSpec, budget: Budget) -> EngineLimits:
+    """The engine limits vLLM will run with: the server's own, else the budget's for the small servers,
+    else vLLM's defaults."""
+    server, arch = checked.spec, checked.arch
+    small = ROLES[checked.role].pooling
+    max_len = server.max_model_len or (
+        min(budget.embedding_max_model_len, arch.max_position_embeddings) if small else None
+    )
+    seqs = server.max_num_seqs or (budget.embedding_max_num_seqs if small else None)
+    return resolve_limits(
+        arch,
+        gpu_spec,
+        checked.rules,
+        max_model_len=max_len,
+        max_num_seqs=seqs,
+        max_num_batched_tokens=server.max_num_batched_tokens,
+        pooling=small,
+        language_model_only=server.language_model_only,
+        mm_limits=server.limit_mm_per_prompt,
+    )
+
+
+def batch_limit_problems(checked: list[CheckedServer], gpu_spec: GpuSpec, budget: Budget) -> list[Problem]:
+    """Engine limits vLLM's scheduler config refuses at start (a batch smaller than max_num_seqs, or than a whole
+    input where the model does not chunk), the budget's companion defaults included."""
+    return [
+        Problem(f"{server.path}.{refusal.key}", refusal.message)
+        for server in checked
+        if (refusal := batch_limits_refusal(server_limits(server, gpu_spec, budget))) is not None
+    ]
+
+
 def process_spec(
     checked: CheckedServer,
     gpu_spec: GpuSpec,
@@ -277,23 +311,11 @@ def process_spec(
     mps: MpsClient | None = None,
     links: GroupLinks = GroupLinks(),
 ) -> ProcessSpec:
-    """The engine limits vLLM will run with: the server's own, else the budget's for the small servers,
-    else vLLM's defaults; one rank's, at the server's tensor-parallel size. As an MPS client (`mps`) its context
-    is the client's, whatever a calibration says."""
+    """The process vLLM will run, with the engine limits of `server_limits`; one rank's, at the server's
+    tensor-parallel size. As an MPS client (`mps`) its context is the client's, whatever a calibration says."""
     server, arch = checked.spec, checked.arch
     small = ROLES[checked.role].pooling
-    max_len = server.max_model_len or (
-        min(budget.embedding_max_model_len, arch.max_position_embeddings) if small else None
-    )
-    seqs = server.max_num_seqs or (budget.embedding_max_num_seqs if small else None)
-    limits = resolve_limits(
-        arch,
-        gpu_spec,
-        checked.rules,
-        max_model_len=max_len,
-        max_num_seqs=seqs,
-        max_num_batched_tokens=server.max_num_batched_tokens,
-    )
+    limits = server_limits(checked, gpu_spec, budget)
     speculative = server.speculative
     spec = ProcessSpec(
         arch=served_architecture(
@@ -490,6 +512,7 @@ def plan_pair(
     token = config.hub_token.get_secret_value() if config.hub_token else None
     checked, problems = validate_pair(pair, index, s3_profile, config.project_dir, token)
     problems += refusal_problems(checked, gpu_spec)
+    problems += batch_limit_problems(checked, gpu_spec, config.budget)
     clients, unmeasured = pair_clients(config, index, pair.servers_in_start_order(), gpu_spec)
     problems += unmeasured
     if problems:

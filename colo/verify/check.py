@@ -45,17 +45,16 @@ def _cut_before_kv(server: Server, log: StartupLog) -> bool:
     return log.kv_tokens is None and log.kv_pool_gib is None and log.measured_kv is None
 
 
-def _total_note(server: Server, log: StartupLog) -> tuple[str, ...]:
-    budget = server.memory_plan.budget
-    total = other_total(budget, log)
+def _total_note(server: Server, total: float | None) -> str | None:
+    """What `total` (other_total's) means for the comparison, None where the logged total is the plan's."""
     if total is None:
-        return ()
-    gpu = budget.spec.gpu
+        return None
+    gpu = server.memory_plan.budget.spec.gpu
     return (
         f"the device's total as vLLM logged it is {total:.2f} GiB, not the {gpu.cuda_total_bytes / 2**30:.2f} GiB "
         f"colo planned {gpu.name} with (the driver's reserved memory differs): requested memory is compared as "
         f"{total:.2f} GiB x the utilization; plan with nodePool.gpuMemoryMiB (about {round(total * 1024)}, the "
-        f"total vLLM prints in MiB) to size for this card",
+        f"total vLLM prints in MiB) to size for this card"
     )
 
 
@@ -107,14 +106,16 @@ def check_reading(
         return replace(base, unread=CUT_BEFORE_KV), None
     cache = cache_config_info(reading.metrics_text) if reading.metrics_text else None
     before = (returned or {}).get(reading.name, 0)
-    notes = _notes(log, before) + _total_note(server, log)
+    budget = server.memory_plan.budget
+    total = other_total(budget, log)
     check = replace(
         base,
         results=compare(
-            server.memory_plan.budget, log, cache, release=server.vllm_version, returned_before=before
+            budget, log, cache, release=server.vllm_version, returned_before=before, device_total=total
         ),
         error=log.error.describe() if log.error else None,
-        notes=notes,
+        notes=_notes(log, before),
+        device_note=_total_note(server, total),
     )
     return check, Observed(server, first_in_pod, reading, log)
 

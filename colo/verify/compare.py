@@ -64,6 +64,9 @@ class ServerCheck:
     unread: str | None = None  # why nothing could be compared
     error: str | None = None  # the startup error vLLM logged, as logged
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # the device total vLLM logged where it is not the plan's: a fact about the GPU, which every server on it
+    # logs alike, so the text report says it once per GPU (colo.verify.report)
+    device_note: str | None = None
     # neighbours started before it on the same GPU that hold more than planned while it got less
     took_more: tuple[NeighbourTookMore, ...] = ()
 
@@ -174,11 +177,21 @@ def observed_figures(
     return {key: value for key, value in observed.items() if value is not None}
 
 
+def logged_device_gib(log: StartupLog) -> tuple[float, float] | None:
+    """The device's total and its free memory at startup as vLLM printed them (its startup summary or its
+    free-memory error, which print both), where it printed them."""
+    summary, error = log.summary, log.error
+    if summary is not None:
+        return summary.total_gib, summary.free_gib
+    if error is not None and error.total_gib is not None and error.free_gib is not None:
+        return error.total_gib, error.free_gib
+    return None
+
+
 def logged_total_gib(log: StartupLog) -> float | None:
     """The device total vLLM printed (its startup summary or its free-memory error), where it printed one."""
-    if log.summary is not None:
-        return log.summary.total_gib
-    return log.error.total_gib if log.error is not None else None
+    device = logged_device_gib(log)
+    return device[0] if device is not None else None
 
 
 def other_total(budget: ProcessBudget, log: StartupLog) -> float | None:
@@ -204,18 +217,19 @@ def compare(
     *,
     release: str | None = None,
     returned_before: int = 0,
+    device_total: float | None = None,
 ) -> tuple[TermResult, ...]:
     """Every term both sides state, in vLLM's order (`release`: the one the server runs, where it differs from
-    the release whose rules planned it; `returned_before`: as planned_figures takes it)."""
+    the release whose rules planned it; `returned_before`: as planned_figures takes it; `device_total`: the
+    total vLLM logged where it is not the plan's, as other_total gives it, None to hold the plan's)."""
     geometry = geometry_for(budget.spec) if budget.capacity is not None else None
     hybrid = geometry is not None and geometry.has_recurrent_state
     observed = observed_figures(log, cache, hybrid=hybrid)
     planned = planned_figures(
         budget, summary_consumed="consumed" in observed, release=release, returned_before=returned_before
     )
-    total = other_total(budget, log)
-    if total is not None:  # vLLM's product on the device it found; the note names the difference
-        planned["requested"] = round(total * budget.spec.utilization, 2)
+    if device_total is not None:  # vLLM's product on the device it found; the note names the difference
+        planned["requested"] = round(device_total * budget.spec.utilization, 2)
     if log.error is not None and not log.error.after_kv_cache:
         # A process that failed before its KV cache was sized never sized what comes after the failure.
         observed.pop("kv_tokens", None)

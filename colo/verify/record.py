@@ -20,6 +20,7 @@ import yaml
 from colo.catalog import GIB, MIB
 from colo.config.calibration import load_calibration, resolve
 from colo.plan.server import Server
+from colo.verify.compare import logged_device_gib
 from colo.verify.readings import ServerReading
 from colo.verify.startup_log import StartupLog
 from colo.vllm import (
@@ -49,16 +50,11 @@ class Observed:
 
 
 def _context_mib(item: Observed) -> int | None:
-    log, rules = item.log, item.server.memory_plan.budget.spec.rules
-    summary, error = log.summary, log.error
-    if not item.first_in_pod:
+    rules = item.server.memory_plan.budget.spec.rules
+    device = logged_device_gib(item.log)
+    if not item.first_in_pod or device is None:
         return None
-    if summary is not None:
-        total, free = summary.total_gib, summary.free_gib
-    elif error is not None and error.total_gib is not None and error.free_gib is not None:
-        total, free = error.total_gib, error.free_gib
-    else:
-        return None
+    total, free = device
     cublas = item.server.memory_plan.budget.spec.gpu.cublas_bytes // MIB if rules.cublas_in_baseline else 0
     mib = round((total - free) * 1024) - cublas
     return mib if mib > 0 else None

@@ -74,7 +74,7 @@ def check_view(check: ServerCheck) -> dict[str, Any]:
         "first_off": check.first_off.term.key if check.first_off else None,
         "unread": check.unread,
         "startup_error": check.error,
-        "notes": list(check.notes),
+        "notes": [*check.notes, *([check.device_note] if check.device_note else [])],
         "neighbour_took_more": [finding.view() for finding in check.took_more],
         "terms": [
             {
@@ -160,6 +160,7 @@ def _summary(checks: list[ServerCheck]) -> str:
 def render_text(stack: str, checks: list[ServerCheck], *, markdown: bool) -> str:
     head = "## " if markdown else ""
     lines = [f"{head}colo verify: stack {stack}"]
+    said: set[tuple[str, str]] = set()  # (pair, device note) printed: one GPU's total is said once
     for check in checks:
         lines += [
             "",
@@ -168,6 +169,9 @@ def render_text(stack: str, checks: list[ServerCheck], *, markdown: bool) -> str
         if check.error:
             lines.append(f"startup error logged: {check.error}")
         lines += [f"note: {note}" for note in check.notes]
+        if check.device_note and (check.pair, check.device_note) not in said:
+            said.add((check.pair, check.device_note))
+            lines.append(f"note: {check.device_note}")
         lines += [f"neighbour: {finding.describe()}" for finding in check.took_more]
         if check.results:
             lines += ["", *_table(_rows(check), markdown)]

@@ -45,10 +45,10 @@ from colo.vllm.mps import MpsClient, gpu_as_client, mps_client, unmeasured_reaso
 from colo.vllm.process.budget import ProcessBudget, ProcessSpec, geometry_for
 from colo.vllm.process.calibrated import calibrated
 from colo.vllm.process.cudagraph import SMALL_CAPTURE_SIZES, kib_per_graph_field
-from colo.vllm.process.engine_limits import resolve_limits
+from colo.vllm.process.engine_limits import EngineLimits, resolve_limits
 from colo.vllm.process.kv_cache import KV_DTYPE_BYTES
 from colo.vllm.process.model_dtype import served_architecture
-from colo.vllm.process.refusals import ALLOW_LONG_ENV, ServerSettings, vllm_refusals
+from colo.vllm.process.refusals import ALLOW_LONG_ENV, ServerSettings, batch_limits_refusal, vllm_refusals
 from colo.vllm.process.weights import parameter_parts
 from colo.vllm.rerank import reranker_refusal
 from colo.vllm.rules import (
@@ -76,6 +76,7 @@ __all__ = [
     "ArchitectureError",
     "Calibration",
     "CalibrationEntry",
+    "EngineLimits",
     "Estimate",
     "EstimateRefused",
     "EstimateRequest",
@@ -102,6 +103,7 @@ __all__ = [
     "architecture_from_path",
     "assumed_rules_warning",
     "assumption_refusal",
+    "batch_limits_refusal",
     "budget_view",
     "calibrated",
     "catalog_architecture",

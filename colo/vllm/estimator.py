@@ -23,7 +23,7 @@ from colo.vllm.process.budget import ProcessBudget, ProcessSpec, size_process
 from colo.vllm.process.engine_limits import resolve_limits
 from colo.vllm.process.model_dtype import served_architecture
 from colo.vllm.process.pipeline import stages
-from colo.vllm.process.refusals import ServerSettings, vllm_refusals
+from colo.vllm.process.refusals import ServerSettings, batch_limits_refusal, vllm_refusals
 from colo.vllm.process.weight_modules import stage_holds
 from colo.vllm.rules import VllmRules, kv_cache_memory_bytes_missing, rules_for
 from colo.vllm.views import budget_view, gpu_view, in_gib
@@ -135,7 +135,7 @@ def _rules(args: EstimateRequest) -> VllmRules:
 
 def _refuse_what_vllm_refuses(args: EstimateRequest, spec: ProcessSpec) -> None:
     """A V0 fallback, a context past the model's, a TP or PP size vLLM rejects, a dtype the GPU or the model
-    cannot run, an unknown flag."""
+    cannot run, an unknown flag, batch limits vLLM's scheduler config rejects."""
     settings = ServerSettings(
         version=args.vllm_version,
         pooling=spec.pooling,
@@ -150,6 +150,8 @@ def _refuse_what_vllm_refuses(args: EstimateRequest, spec: ProcessSpec) -> None:
         pipeline_parallel_size=args.pipeline_parallel_size,
     )
     refusals = vllm_refusals(spec.rules, spec.arch, spec.gpu, settings)
+    if (batch := batch_limits_refusal(spec.limits)) is not None:
+        refusals.append(batch)
     if refusals:
         key = refusals[0].key.replace(".", "_")
         raise EstimateRefused(re.sub(r"[A-Z]", lambda m: "_" + m.group(0).lower(), key), refusals[0].message)
@@ -192,6 +194,9 @@ def estimate(args: EstimateRequest, *, kv_pool_bytes: int | None = None) -> Esti
         max_model_len=args.max_model_len,
         max_num_seqs=args.max_num_seqs,
         max_num_batched_tokens=args.max_num_batched_tokens,
+        pooling=args.pooling,
+        language_model_only=args.language_model_only,
+        mm_limits=args.limit_mm_per_prompt,
     )
     spec = ProcessSpec(
         arch=arch,

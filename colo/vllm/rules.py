@@ -162,6 +162,17 @@ class VllmRules(_Strict):
     # --- engine limits
     batch_tiers: tuple[BatchTier, ...]  # in the order get_batch_defaults tests them
     max_num_seqs_capped_by_batched_tokens: bool  # max_num_seqs = min(default, max_num_batched_tokens)
+    # max_num_batched_tokens where it is left to vLLM: forced_model_len, max_model_len for a model that does not
+    # chunk its prefills, whatever the user gave; model_len, the same only when the user gave none; floored, the
+    # tier's default, raised to max_model_len for a model that does not chunk, then at most max_num_seqs x
+    # max_model_len (for every model)
+    batched_tokens_default: Literal["forced_model_len", "model_len", "floored"]
+    # which pooling models chunk their prefills (colo.vllm.process.engine_limits.pooling_chunks): declared_last,
+    # only one whose sentence-transformers config declares LAST first (no class default); last, one whose pooling
+    # (declared first, else the class's) is LAST; not_mean_step_cls, one whose pooling is neither MEAN, STEP nor
+    # CLS; seq_tok, one whose sequence pooling (declared last, else the class's) is neither MEAN nor CLS and whose
+    # token pooling is not STEP. Every generate model chunks; an encoder-only or non-causal pooler never does.
+    pooling_chunks: Literal["declared_last", "last", "not_mean_step_cls", "seq_tok"]
     max_model_len_error: Literal["0.8.0", "0.10.2"]  # _get_and_verify_max_len's wording
     # get_sentence_transformer_tokenizer_config returns sentence_bert_config.json only when it also sets
     # do_lower_case; its max_seq_length then replaces the derived max_model_len
@@ -183,6 +194,10 @@ class VllmRules(_Strict):
     # how many maximum-size items profile_run encodes (colo.vllm.process.mm_profile): MultiModalBudget's
     # encoder-budget rule, or one item (colo's earlier reading, kept where the budget code was not re-read)
     mm_profile_batch: Literal["one_item", "encoder_budget"]
+    # an unset max_num_batched_tokens raised to one maximum-size item of a multimodal prefix-LM model
+    # (colo.vllm.process.engine_limits): none; always (the model multimodal); with_mm_inputs (not when
+    # --language-model-only or every modality's --limit-mm-per-prompt is 0)
+    mm_prefix_batch_floor: Literal["none", "always", "with_mm_inputs"]
     error_names_device: bool
     uuid_in_cuda_visible_devices: bool  # CUDA_VISIBLE_DEVICES=GPU-<uuid> resolves (else an index is needed)
     # --- the model dtype, `--dtype` (ModelConfig's _get_and_verify_dtype; docs §15)

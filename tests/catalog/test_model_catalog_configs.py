@@ -40,6 +40,17 @@ def _as_hub_copy(model_id: str, directory: Path) -> Path:
         (directory / "model.safetensors.index.json").write_text(json.dumps(index))
     for name, content in entry.side_files.items():
         (directory / name).write_text(json.dumps(content))
+    if entry.declared_pooling is not None:  # the sentence-transformers files that declare it
+        pooling = {"path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}
+        (directory / "modules.json").write_text(json.dumps([pooling]))
+        (directory / "1_Pooling").mkdir()
+        keys = {
+            "LAST": "pooling_mode_lasttoken",
+            "MEAN": "pooling_mode_mean_tokens",
+            "CLS": "pooling_mode_cls_token",
+        }
+        modes = {keys[name]: True for name in entry.declared_pooling}
+        (directory / "1_Pooling" / "config.json").write_text(json.dumps(modes))
     return directory
 
 

@@ -138,7 +138,7 @@ def test_a_pair_that_would_not_start_is_refused_with_colo_plans_message_before_a
     # The variant sets every server's maxModelLen; the LLM's problem is the one this pair has.
     stack_problems = {p.path: p.message for p in make_plan(load_config(stack)).problems}
     assert problem.message == stack_problems["colo:pairs[0].llm.maxModelLen"]
-    assert str(error).startswith("ColocatedPair chat: the plan does not fit; nothing was deployed:\n")
+    assert str(error).startswith("ColocatedPair chat: the plan is refused; nothing was deployed:\n")
     assert mocks.resources == []  # not even the component itself
 
 

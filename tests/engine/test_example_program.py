@@ -70,7 +70,7 @@ def test_a_pair_that_does_not_fit_fails_the_preview_with_colos_message_before_re
 
     assert not preview.succeeded
     message = "\n".join(preview.errors)
-    assert "ColocatedPair chat: the plan does not fit; nothing was deployed:" in message
+    assert "ColocatedPair chat: the plan is refused; nothing was deployed:" in message
     assert "llm.maxModelLen: ValueError: User-specified max_model_len (65536)" in message
     assert "Traceback" not in message
     assert not [step for step in preview.steps if step.type == PAIR_TYPE or step.name.startswith("chat")]

@@ -114,7 +114,7 @@ def test_a_pair_that_does_not_fit_fails_the_preview_with_colos_message(
 
     output = preview.stdout + preview.stderr
     assert preview.returncode != 0
-    assert "ColocatedPair chat: the plan does not fit; nothing was deployed:" in output
+    assert "ColocatedPair chat: the plan is refused; nothing was deployed:" in output
     assert "llm.maxModelLen: ValueError: User-specified max_model_len (65536)" in output
     exported = pulumi(engine, project, "stack", "export")
     resources = yaml.safe_load(exported.stdout)["deployment"].get("resources") or []

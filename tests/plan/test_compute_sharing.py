@@ -296,3 +296,102 @@ def test_a_cost_row_with_a_term_colo_does_not_know_is_refused() -> None:
         _costs({"c32_tpot": 5.0})
     with pytest.raises(ValueError, match="none"):
         _costs({})
+
+
+def _h100_pair(*, batch: int | None = None, cap: int | None = None) -> dict[str, Any]:
+    raw = _h200_pair("mps", cap=cap)
+    raw["nodePool"]["gpu"] = "H100-SXM"
+    if batch is not None:
+        raw["pairs"][0]["embedding"]["maxNumBatchedTokens"] = batch
+    return raw
+
+
+def test_a_companion_at_a_measured_batch_gets_that_rows_cost_and_the_plans_batch_beside_it() -> None:
+    (pair,) = _plan(_h100_pair(batch=512)).pairs
+    assert pair.sharing is not None and pair.sharing.companion_flags == ("--max-num-batched-tokens", "512")
+    setting = pair.sharing.cost.setting
+    assert setting is not None and setting.companion_flags == ("--max-num-batched-tokens", "512")
+    text = "\n".join(cost_lines(pair.sharing))
+    assert (
+        "mps, LLM beside busy companions: TTFT -2 %, TPOT +6 % at concurrency 1; TTFT -6 %, TPOT +8 % at 16"
+        in text
+    )
+    assert (
+        "measured there too, companions at colo's defaults: LLM TTFT -7 %, TPOT +17 % at concurrency 1"
+        in text
+    )
+
+
+def test_an_uncapped_companion_at_the_plans_batch_is_told_the_measured_smaller_batch() -> None:
+    (pair,) = _plan(_h100_pair()).pairs
+    assert pair.sharing is not None
+    text = "\n".join(cost_lines(pair.sharing))
+    assert "TTFT +2 %, TPOT +14 % at 16; companions 74-98 requests/s" in text
+    assert "measured there too, companions at maxNumBatchedTokens 512: LLM TTFT -2 %, TPOT +6 %" in text
+    assert "companions 37.3-45 requests/s" in text
+
+
+def test_a_companion_batch_colo_has_not_measured_states_no_cost_for_it() -> None:
+    (pair,) = _plan(_h100_pair(batch=1024, cap=10)).pairs
+    assert pair.sharing is not None and pair.sharing.cost.setting is None
+    text = "\n".join(cost_lines(pair.sharing))
+    assert (
+        "mps with the companions at 10 % threads at maxNumBatchedTokens 1024 was not measured there" in text
+    )
+    assert "measured there too, companions at maxNumBatchedTokens 512: LLM TTFT +8 %, TPOT +7 %" in text
+
+
+def test_companions_at_different_batches_match_no_row() -> None:
+    raw = _h100_pair(batch=512)
+    raw["pairs"][0]["reranker"] = {"model": "Qwen/Qwen3-Reranker-0.6B", "vllm": {"version": "0.22.0"}}
+    (pair,) = _plan(raw).pairs
+    assert pair.sharing is not None and pair.sharing.companion_flags is None
+    assert pair.sharing.cost.setting is None
+    assert "uncapped companions, each with its own maxNumBatchedTokens was not measured there" in "\n".join(
+        cost_lines(pair.sharing)
+    )
+
+
+def test_the_json_plan_lists_the_measured_levers_and_what_mps_bought() -> None:
+    from colo.plan.report import plan_view
+
+    view = plan_view(_plan(_h100_pair()))["pairs"][0]["compute_sharing"]
+    (lever,) = view["cost"]["levers"]
+    assert lever["companion_flags"] == ["--max-num-batched-tokens", "512"]
+    assert lever["llm_cost_percent"]["c16_tpot"] == 8.2 and lever["companion_per_s"] == [37.3, 45.0]
+    assert view["cost"]["mps_instead"] == []
+    raw = _h100_pair()
+    raw["cluster"]["computeSharing"] = "time-slice"
+    rows = plan_view(_plan(raw))["pairs"][0]["compute_sharing"]["cost"]["mps_instead"]
+    assert [row["companion_flags"] for row in rows] == [[], ["--max-num-batched-tokens", "512"]]
+
+
+def test_companion_flags_in_a_cost_row_come_in_flag_and_value_pairs() -> None:
+    from colo.catalog.interference import _setting
+
+    with pytest.raises(ValueError, match="flag and value pairs"):
+        _setting(
+            {
+                "sharing": "mps",
+                "companion_flags": ["--max-num-batched-tokens"],
+                "llm_cost_percent": {"c16_tpot": 1.0},
+                "companion_per_s": [1, 2],
+            }
+        )
+
+
+def test_a_time_slice_pair_is_told_what_the_measured_mps_arrangements_bought() -> None:
+    raw = _h100_pair()
+    raw["cluster"]["computeSharing"] = "time-slice"
+    (pair,) = _plan(raw).pairs
+    assert pair.sharing is not None
+    text = "\n".join(cost_lines(pair.sharing))
+    assert "time-slice, LLM beside busy companions: TTFT +12 %, TPOT +35 % at concurrency 1" in text
+    assert "mps instead, companions uncapped at colo's defaults: LLM TTFT -7 %, TPOT +17 %" in text
+    assert "mps instead, companions uncapped at maxNumBatchedTokens 512: LLM TTFT -2 %, TPOT +6 %" in text
+
+
+def test_an_mps_pair_is_not_told_mps_instead() -> None:
+    (pair,) = _plan(_h100_pair()).pairs
+    assert pair.sharing is not None and pair.sharing.cost.mps_rows == ()
+    assert "mps instead" not in "\n".join(cost_lines(pair.sharing))

@@ -224,3 +224,22 @@ def test_a_device_total_unlike_the_catalogs_is_named_and_requested_memory_compar
     utilization = next(t for t in llm["terms"] if t["term"] == "utilization")["planned"]
     assert requested["ok"] and requested["planned"] == round(79.18 * utilization, 2)
     assert any("total as vLLM logged it is 79.18 GiB, not the 79.11 GiB" in note for note in llm["notes"])
+
+
+def test_the_text_report_names_a_gpus_device_total_once_each_server_record_keeps_it(
+    logs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The logged total is the card's: every server on it logs it alike, so the table says it once for the GPU,
+    while each server's JSON record (read one by one) keeps it beside its requested term."""
+    argv = [
+        "verify",
+        "--config",
+        str(STACKS / "Pulumi.h100-hybrid-seqs512.yaml"),
+        "--logs",
+        str(logs[H100_HYBRID512]),
+    ]
+    plan = ["--plan", str(RESULTS / f"{H100_HYBRID512}-records.json")]
+    main([*argv, *plan])
+    assert capsys.readouterr().out.count("the device's total as vLLM logged it is 79.18 GiB") == 1
+    _, view = _verify(capsys, "h100-hybrid-seqs512", H100_HYBRID512, logs[H100_HYBRID512])
+    assert all(any("logged it is 79.18 GiB" in note for note in s["notes"]) for s in view["servers"])

@@ -31,6 +31,7 @@ def process(
         max_model_len=max_model_len,
         max_num_seqs=max_num_seqs,
         max_num_batched_tokens=max_num_batched_tokens,
+        pooling=bool(fields.get("pooling")),
     )
     return ProcessSpec(arch=arch, gpu=gpu_spec, rules=rules, vllm_version=version, limits=limits, **fields)
 

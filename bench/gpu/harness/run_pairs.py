@@ -190,8 +190,15 @@ class Run:
         )
 
     def cpus(self, text: str | None) -> frozenset[int]:
-        """The CPUs a spec's `cpus` names; none, or "all": every CPU the runner had when it started."""
-        return self.all_cpus if text in (None, "all") else resolve(str(text)) & self.all_cpus
+        """The CPUs a spec's `cpus` names; none, or "all": every CPU the runner had when it started. A list that
+        names none of those is refused (ValueError), as a split the machine cannot hold: the kernel would refuse
+        an empty affinity mid-start."""
+        if text in (None, "all"):
+            return self.all_cpus
+        cpus = resolve(str(text)) & self.all_cpus
+        if not cpus:
+            raise ValueError(f"CPUs {text} name none of the runner's ({format_cpus(self.all_cpus)})")
+        return cpus
 
     def do_pin(self, action: Mapping[str, Any]) -> None:
         target = str(action["pin"])

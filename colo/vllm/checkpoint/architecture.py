@@ -108,6 +108,10 @@ class ModelArchitecture:
     attention_bias: bool = False
     attn_output_gate: bool = False  # q_proj also emits a per-head output gate (Qwen3-Next, Qwen3.5/3.6)
     encoder_only: bool = False
+    # The pooling a sentence-transformers checkpoint declares (colo.vllm.checkpoint.pooling); None: it declares
+    # none, or colo did not read it, and vLLM takes the model class's default (colo.vllm.process.engine_limits).
+    declared_pooling: tuple[str, ...] | None = None
+    is_causal: bool = True  # config.json's is_causal; False: vLLM pools it with bidirectional attention
     # Layer kinds. full + sliding + linear == num_layers.
     full_attention_layers: int = 0
     sliding_attention_layers: int = 0
@@ -123,6 +127,9 @@ class ModelArchitecture:
     mtp_layers: int = 0
     vision_parameters: int = 0
     vision: VisionGeometry | None = None
+    # vLLM attends bidirectionally over the multimodal positions (ModelConfig.is_mm_prefix_lm: Gemma 4 with
+    # text_config.use_bidirectional_attention "vision"); colo.vllm.process.engine_limits reads it
+    mm_prefix_lm: bool = False
     rotary_dim: int | None = None  # partial rotary embeddings cache fewer dimensions
     # rows of each cos/sin cache get_rope builds (empty: one of max_position_embeddings rows)
     rotary_cache_rows: tuple[int, ...] = ()

@@ -11,6 +11,7 @@ from typing import Any
 from colo.files import MIB, decode_utf8, read_bounded
 from colo.vllm.checkpoint.architecture import ArchitectureError, ModelArchitecture
 from colo.vllm.checkpoint.hf_config import from_hf_config
+from colo.vllm.checkpoint.pooling import read_declared_pooling
 from colo.vllm.checkpoint.safetensors import read_index, read_local_headers, tensor_bytes_by_part
 
 MAX_CONFIG_BYTES = 4 * MIB  # config.json files of real checkpoints are tens of kilobytes
@@ -70,11 +71,25 @@ def _side_files(directory: Path) -> dict[str, Any]:
     }
 
 
+def with_declared_pooling(arch: ModelArchitecture, pooling: tuple[str, ...] | None) -> ModelArchitecture:
+    """The architecture with the pooling its sentence-transformers files declare (None: none)."""
+    return arch if pooling is None else replace(arch, declared_pooling=pooling)
+
+
+def _local_pooling(directory: Path) -> tuple[str, ...] | None:
+    return read_declared_pooling(
+        lambda name: (directory / name).is_file(),
+        lambda name: parse_config_json(read_bounded(directory / name, MAX_CONFIG_BYTES)),
+    )
+
+
 def architecture_from_path(path: Path, model_id: str) -> ModelArchitecture:
-    """A config.json file, or a model directory holding config.json (and *.safetensors for exact bytes)."""
+    """A config.json file, or a model directory holding config.json (and *.safetensors for exact bytes); the
+    sentence-transformers files beside it (modules.json, the Pooling module's config.json) give its pooling."""
     config_file = path / "config.json" if path.is_dir() else path
     raw = parse_config_json(read_bounded(config_file, MAX_CONFIG_BYTES))
     arch = from_config(raw, model_id, str(config_file), _side_files(config_file.parent))
+    arch = with_declared_pooling(arch, _local_pooling(config_file.parent))
     if not path.is_dir():
         return arch
     headers = read_local_headers(path)

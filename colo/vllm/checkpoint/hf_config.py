@@ -420,7 +420,8 @@ def vision_geometry(
         intermediate_size=_int(vision, "intermediate_size"),
         num_heads=_int(vision, "num_heads", "num_attention_heads"),
         image_size=_int(vision, "image_size"),
-        tokens_per_image=_int(config.top, "mm_tokens_per_image"),
+        # Gemma 3's mm_tokens_per_image; Gemma 4's vision_config.default_output_length (soft tokens per image)
+        tokens_per_image=_int(config.top, "mm_tokens_per_image") or _int(vision, "default_output_length"),
         video_max_pixels=video_max_pixels(side_files),
         patch_size=int(vision.get("patch_size") or 14),
         temporal_patch_size=temporal,
@@ -433,6 +434,24 @@ def vision_geometry(
         modalities=("image", "video") if temporal > 1 else ("image",),
         max_pixels=image_max_pixels(side_files),
     )
+
+
+# vllm 0.22.0 - 0.34.0 transformers_utils/model_arch_config_convertor.py::ModelArchConfigConvertorBase.
+# is_mm_prefix_lm: the config's own is_mm_prefix_lm, else these model types
+MM_PREFIX_LM_MODEL_TYPES = ("bagel", "gemma3", "molmo2", "moondream3", "paligemma", "umm")
+GEMMA4_ARCHITECTURES = ("Gemma4ForConditionalGeneration",)
+
+
+def mm_prefix_lm(config: HfConfig) -> bool:
+    """vLLM's ModelConfig.is_mm_prefix_lm (bidirectional attention over multimodal positions): Gemma 4's
+    convertor (Gemma4ModelArchConfigConvertor.is_mm_prefix_lm) asks text_config.use_bidirectional_attention
+    == "vision"; any other model its config's is_mm_prefix_lm, else its model type in the fallback list."""
+    top = config.top
+    if GEMMA4_ARCHITECTURES[0] in (top.get("architectures") or ()) or top.get("model_type") == "gemma4":
+        return config.text.get("use_bidirectional_attention") == "vision"
+    if "is_mm_prefix_lm" in top:
+        return bool(top["is_mm_prefix_lm"])
+    return str(top.get("model_type") or "") in MM_PREFIX_LM_MODEL_TYPES
 
 
 def _dtype_key(cfg: Any) -> str | None:
@@ -499,6 +518,7 @@ def from_hf_config(
         attention_bias=attention.attention_bias,
         attn_output_gate=attention.attn_output_gate,
         encoder_only=encoder_only,
+        is_causal=bool(config.top.get("is_causal", True)),
         full_attention_layers=0 if encoder_only else kinds.full,
         sliding_attention_layers=kinds.sliding,
         sliding_window=kinds.window,
@@ -512,6 +532,7 @@ def from_hf_config(
         mtp_layers=mtp_layers(config),
         vision_parameters=vision_parameters(config, dims.hidden_size),
         vision=vision_geometry(config, dims.hidden_size, side_files),
+        mm_prefix_lm=mm_prefix_lm(config),
         rotary_dim=attention.rotary_dim,
         rotary_cache_rows=rotary_cache_rows(config, dims.max_position_embeddings, kinds),
         quantization=quantization.method,

@@ -2,9 +2,10 @@
 
 vLLM resolves a Hub id with huggingface_hub: config.json (and, where the repository has them, the quantization
 blocks `hf_quant_config.json` and `quantize_config.json`, a sentence-transformers model's
-`sentence_bert_config.json`, a vision model's `preprocessor_config.json`), all at one revision. colo reads the same
-files with the same library and cache, and the exact tensor bytes from the safetensors headers, fetched by HTTP range
-requests (the first bytes of each shard), as `huggingface_hub.HfApi.parse_safetensors_file_metadata` does.
+`sentence_bert_config.json` and the pooling its `modules.json` names, a vision model's `preprocessor_config.json`),
+all at one revision. colo reads the same files with the same library and cache, and the exact tensor bytes from the
+safetensors headers, fetched by HTTP range requests (the first bytes of each shard), as
+`huggingface_hub.HfApi.parse_safetensors_file_metadata` does.
 
 A revision (branch, tag or commit) is resolved to a commit once per read; everything else is read at that commit,
 so one plan never mixes two states of a repository. Files, listings and headers are cached: a commit read once is
@@ -29,11 +30,13 @@ from colo.vllm.checkpoint.files import (
     from_config,
     parse_config_json,
     tensor_bytes,
+    with_declared_pooling,
     with_tensor_bytes,
     with_total_size,
 )
 from colo.vllm.checkpoint.hub_record import HubRecord, Listing
 from colo.vllm.checkpoint.hub_settings import HubSettings
+from colo.vllm.checkpoint.pooling import read_declared_pooling
 from colo.vllm.checkpoint.safetensors import INDEX_FILE, MAX_INDEX_BYTES
 
 # The way round the Hub, in the words of both places a model is named: a stack and `colo estimate`.
@@ -295,6 +298,12 @@ def _architecture(reader: _Reader, listing: Listing) -> ModelArchitecture:
         arch = from_config(raw, listing.repo_id, source, side)
     except ValueError as exc:
         raise HubError(f"{listing.repo_id}: {exc}") from None
+    arch = with_declared_pooling(
+        arch,
+        read_declared_pooling(
+            lambda name: name in listing.files, lambda name: reader.read_json(listing, name, MAX_CONFIG_BYTES)
+        ),
+    )
     index = reader.read_json(listing, INDEX_FILE, MAX_INDEX_BYTES) if INDEX_FILE in listing.files else None
     headers = reader.headers(listing, index)
     if headers:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from colo.catalog import GpuSpec
 from colo.vllm.checkpoint.architecture import ModelArchitecture
+from colo.vllm.process.mm_profile import prefix_lm_item_tokens
 from colo.vllm.rules import VllmRules
 
 
@@ -14,6 +15,9 @@ class EngineLimits:
     max_model_len: int
     max_num_seqs: int
     max_num_batched_tokens: int
+    chunked_prefill: bool = True  # vLLM chunks this model's prefills (chunks_prefill)
+    # max_num_batched_tokens is the caller's own and vLLM keeps it (0.9.2-0.10.0 replace it without chunking)
+    batched_tokens_given: bool = False
 
 
 def derived_max_model_len(arch: ModelArchitecture, rules: VllmRules) -> float:
@@ -27,6 +31,98 @@ def derived_max_model_len(arch: ModelArchitecture, rules: VllmRules) -> float:
     return arch.max_model_len_limit
 
 
+# Decoder pooling classes whose default pooling is not LAST (every other class: LAST, interfaces_base.py's
+# VllmModelForPooling), as vLLM's @default_pooling_type sets it: the one pooling type up to 0.13.0, then the
+# (sequence, token) pair (0.14.0 - 0.34.0). vllm 0.10.1 - 0.13.0 qwen2_rm.py, internlm2.py, gritlm.py (0.11.0+);
+# 0.14.0, 0.22.0, 0.34.0 the same classes with seq_pooling_type / tok_pooling_type; 0.34.0 embedding_gemma2.py,
+# lfm2.py. The encoder-only classes (BERT family: CLS) are `arch.encoder_only`.
+CLASS_POOLING: dict[str, tuple[str, tuple[str, str]]] = {
+    "GritLM": ("MEAN", ("MEAN", "ALL")),
+    "Qwen2ForRewardModel": ("ALL", ("LAST", "ALL")),
+    "InternLM2ForRewardModel": ("ALL", ("LAST", "ALL")),
+    "Qwen2ForProcessRewardModel": ("STEP", ("LAST", "STEP")),
+    "EmbeddingGemma2Model": ("MEAN", ("MEAN", "ALL")),
+    "Lfm2BidirectionalModel": ("CLS", ("CLS", "ALL")),
+}
+SEQ_POOLING = ("CLS", "LAST", "MEAN")  # vllm 0.22.0 config/pooler.py SEQ_POOLING_TYPES
+TOK_POOLING = ("ALL", "STEP")  # TOK_POOLING_TYPES
+
+
+def _last_of(names: tuple[str, ...], kinds: tuple[str, ...], default: str) -> str:
+    found = [name for name in names if name in kinds]
+    return found[-1] if found else default
+
+
+def pooling_chunks(arch: ModelArchitecture, rules: VllmRules) -> bool:
+    """Whether vLLM chunks a pooling model's prefills (rules.pooling_chunks): an encoder-only or non-causal model
+    never does; else it depends on the pooling the checkpoint's sentence-transformers config declares
+    (arch.declared_pooling), or the model class's default (CLASS_POOLING) where it declares none. A catalog model
+    or an S3 prefix whose Pooling config colo did not read takes the class default, as vLLM does without one."""
+    if arch.encoder_only or not arch.is_causal:
+        return False
+    declared = arch.declared_pooling or ()
+    single, (seq, tok) = CLASS_POOLING.get(arch.architecture, ("LAST", ("LAST", "ALL")))
+    if rules.pooling_chunks == "declared_last":
+        return declared[:1] == ("LAST",)
+    if rules.pooling_chunks == "seq_tok":
+        if seq == "CLS":  # a class defaulting to CLS pooling attends bidirectionally (attn_type)
+            return False
+        seq, tok = _last_of(declared, SEQ_POOLING, seq), _last_of(declared, TOK_POOLING, tok)
+        return seq not in ("MEAN", "CLS") and tok != "STEP"
+    kind = declared[0] if declared else single
+    if rules.pooling_chunks == "last":
+        return kind == "LAST"
+    return kind not in ("MEAN", "STEP", "CLS")
+
+
+def chunks_prefill(arch: ModelArchitecture, rules: VllmRules, *, pooling: bool) -> bool:
+    """Whether vLLM chunks the model's prefills by default (vllm 0.22.0 config/model.py::ModelConfig.
+    is_chunked_prefill_supported; 0.9.2-0.11.2 engine/arg_utils.py::_set_default_args_v1 and _set_default_args):
+    every generate model does; a pooling model as pooling_chunks says. An encoder-only model is always a pooling
+    one."""
+    return pooling_chunks(arch, rules) if pooling or arch.encoder_only else True
+
+
+def mm_batch_floor(
+    arch: ModelArchitecture, rules: VllmRules, *, language_model_only: bool, mm_limits: dict[str, int]
+) -> int:
+    """The tokens vLLM raises an unset max_num_batched_tokens to for a multimodal prefix-LM model (0: none):
+    one maximum-size item of its most expensive modality (vllm 0.22.0 - 0.34.0 engine/arg_utils.py::
+    _get_min_mm_batched_tokens, rules.mm_prefix_batch_floor). From 0.27.0 a model whose multimodal inputs are
+    disabled is no prefix-LM (config/model.py::_supports_multimodal_for_mm_prefix)."""
+    item = prefix_lm_item_tokens(arch) if arch.mm_prefix_lm else None
+    if item is None or rules.mm_prefix_batch_floor == "none":
+        return 0
+    if rules.mm_prefix_batch_floor == "with_mm_inputs" and (
+        language_model_only or all(mm_limits.get(m, 1) == 0 for m in ("image", "video"))
+    ):
+        return 0
+    return item[0]
+
+
+def _batched_tokens(
+    rules: VllmRules,
+    given: int | None,
+    default: int,
+    *,
+    model_len: int,
+    seqs: int,
+    chunked: bool,
+    mm_floor: int = 0,
+) -> int:
+    """max_num_batched_tokens as vLLM sets it (rules.batched_tokens_default): vllm 0.10.0
+    engine/arg_utils.py::_set_default_args_v1, 0.10.1-0.11.0 the same function, 0.11.1+ _set_default_args
+    (0.22.0 _set_default_max_num_seqs_and_batched_tokens_args, which raises it to `mm_floor` before the cap)."""
+    if not chunked and rules.batched_tokens_default == "forced_model_len":
+        return model_len  # over the user's value too
+    if given is not None:
+        return given
+    if rules.batched_tokens_default != "floored":
+        return default if chunked else model_len
+    tokens = max(default if chunked else max(model_len, default), mm_floor)
+    return min(seqs * model_len, tokens)
+
+
 def resolve_limits(
     arch: ModelArchitecture,
     gpu: GpuSpec,
@@ -35,19 +131,28 @@ def resolve_limits(
     max_model_len: int | None,
     max_num_seqs: int | None,
     max_num_batched_tokens: int | None,
+    pooling: bool = False,
+    language_model_only: bool = False,
+    mm_limits: dict[str, int] | None = None,
 ) -> EngineLimits:
     model_len = max_model_len or int(derived_max_model_len(arch, rules))  # vLLM's default: the derived length
     # vLLM matches the device name CUDA reports ("NVIDIA A100-SXM4-80GB"); a GPU given by memory has its label.
     defaults = rules.batch_defaults(gpu.device_name or gpu.name, gpu.cuda_total_bytes)
     seqs = max_num_seqs or defaults.max_num_seqs
-    # Encoder-only (bidirectional) poolers cannot chunk a prefill, so one batch must hold a whole input.
-    chunked = not arch.encoder_only
-    if max_num_batched_tokens is not None:
-        tokens = max_num_batched_tokens
-    elif not chunked:
-        tokens = model_len
-    else:
-        tokens = defaults.max_num_batched_tokens
+    chunked = chunks_prefill(arch, rules, pooling=pooling)
+    tokens = _batched_tokens(
+        rules,
+        max_num_batched_tokens,
+        defaults.max_num_batched_tokens,
+        model_len=model_len,
+        seqs=seqs,
+        chunked=chunked,
+        mm_floor=mm_batch_floor(
+            arch, rules, language_model_only=language_model_only, mm_limits=mm_limits or {}
+        ),
+    )
     if max_num_seqs is None and rules.max_num_seqs_capped_by_batched_tokens:
         seqs = min(seqs, tokens)  # vllm 0.10.1 engine/arg_utils.py::_set_default_args_v1
-    return EngineLimits(model_len, seqs, tokens)
+    forced = not chunked and rules.batched_tokens_default == "forced_model_len"
+    given = max_num_batched_tokens is not None and not forced
+    return EngineLimits(model_len, seqs, tokens, chunked, given)

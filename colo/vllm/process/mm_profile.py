@@ -66,6 +66,11 @@ MAX_ASPECT = 200  # get_image_size_with_most_features: "avoid extreme aspect rat
 UNLIMITED_ITEMS = 999  # an unlisted modality's --limit-mm-per-prompt
 GEMMA3_TOKENS_PER_IMAGE = 256  # Gemma3Config.mm_tokens_per_image default (transformers)
 SIGLIP_IMAGE_SIZE = 896  # Gemma 3's checkpoints' vision_config.image_size
+# Gemma 4 (vllm 0.19.1 - 0.34.0 models/gemma4_mm.py::Gemma4ProcessingInfo.get_mm_max_tokens_per_item): an image
+# is vision_config.default_output_length soft tokens (Gemma4VisionConfig's default 280); a video 32 frames
+# (_VIDEO_MAX_FRAMES) of 70 soft tokens (_VIDEO_MAX_SOFT_TOKENS) plus boi, eoi and ~6 timestamp tokens each.
+GEMMA4_TOKENS_PER_IMAGE = 280
+GEMMA4_VIDEO_TOKENS = 32 * (70 + 2 + 6)
 
 
 @dataclass(frozen=True)
@@ -146,6 +151,19 @@ def max_size_items(arch: ModelArchitecture, *, max_model_len: int) -> dict[str, 
     frames = max(min(frames, QWEN2_VL_MAX_FRAMES_PER_VIDEO), 1)
     items["video"] = _qwen_item(v, "video", units=units, frames=frames)
     return items
+
+
+def prefix_lm_item_tokens(arch: ModelArchitecture) -> tuple[int, str] | None:
+    """The tokens of one maximum-size item of the most expensive modality, (tokens, modality), as vLLM's
+    engine/arg_utils.py::_get_min_mm_batched_tokens takes them from the processor's precomputed
+    `get_mm_max_tokens_per_item`; None where the processor has none (vLLM then sets no floor) or colo does not
+    read it. Gemma 4 only (image and video; the audio of a checkpoint with an audio_config is not counted)."""
+    v = arch.vision
+    if v is None or arch.architecture != "Gemma4ForConditionalGeneration":
+        return None
+    tokens = {"image": v.tokens_per_image or GEMMA4_TOKENS_PER_IMAGE, "video": GEMMA4_VIDEO_TOKENS}
+    modality = max(tokens, key=tokens.__getitem__)
+    return tokens[modality], modality
 
 
 def profiled_batch(

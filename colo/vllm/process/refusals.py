@@ -1,7 +1,7 @@
 """What vLLM refuses before it sizes anything, in its own words: an architecture the release does not register,
 an engine colo does not mirror, a context longer than the model's, a tensor-parallel size that does not split the
 heads, a pipeline-parallel size the model class or the layers do not allow, a dtype the GPU or the model type
-cannot run.
+cannot run, batch limits the scheduler config rejects.
 
 Each refusal names the config key it belongs to (the stack's camelCase name), so `colo plan` and
 `colo estimate` can point at the setting to change.
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from colo.catalog import GpuSpec
 from colo.vllm.architectures import architecture_refusal
 from colo.vllm.checkpoint.architecture import ModelArchitecture
-from colo.vllm.process.engine_limits import derived_max_model_len
+from colo.vllm.process.engine_limits import EngineLimits, derived_max_model_len
 from colo.vllm.process.engine_select import v0_fallback_features, v0_fallback_message
 from colo.vllm.process.model_dtype import dtype_refusals
 from colo.vllm.rules import (
@@ -166,6 +166,45 @@ def pipeline_parallel_refusal(
             "speculativeMethod",
             "colo does not size speculative decoding with pipeline parallelism (where the drafter and its "
             "KV cache sit); drop one of them",
+        )
+    return None
+
+
+def batch_limits_refusal(limits: EngineLimits) -> Refusal | None:
+    """`SchedulerConfig.verify_max_model_len` over the limits vLLM will run with (vllm 0.11.1-0.34.0
+    config/scheduler.py; the same checks and words in `SchedulerConfig._verify_args`, 0.9.2-0.10.0 config.py,
+    0.10.1-0.11.0 config/scheduler.py): without chunked prefill a batch must hold a whole input, and a batch
+    must give each of max_num_seqs sequences a token. vLLM raises the first that fails; so does this, with a
+    fix that passes both. The key is the setting to change: maxNumBatchedTokens where it was given, else
+    maxNumSeqs (or maxModelLen, for a length vLLM's own default batch cannot hold)."""
+    tokens, seqs, length = limits.max_num_batched_tokens, limits.max_num_seqs, limits.max_model_len
+    enough = max(seqs, length if not limits.chunked_prefill else 0)  # the fewest tokens both checks pass
+    if tokens < length and not limits.chunked_prefill:
+        text = (
+            f"ValueError: max_num_batched_tokens ({tokens}) is smaller than max_model_len ({length}). This "
+            f"effectively limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject "
+            f"longer sequences. Please increase max_num_batched_tokens or decrease max_model_len."
+        )
+        why = "the model does not chunk its prefills, so one batch must hold a whole input"
+        if not limits.batched_tokens_given:
+            return Refusal("maxModelLen", f"{text} [fix: maxModelLen at most {tokens}: {why}]")
+        shorter = f", or maxModelLen at most {tokens}" if tokens >= seqs else ""
+        return Refusal(
+            "maxNumBatchedTokens", f"{text} [fix: maxNumBatchedTokens at least {enough}{shorter}: {why}]"
+        )
+    if tokens < seqs:
+        text = (
+            f"ValueError: max_num_batched_tokens ({tokens}) must be greater than or equal to max_num_seqs "
+            f"({seqs})."
+        )
+        if not limits.batched_tokens_given:
+            return Refusal(
+                "maxNumSeqs",
+                f"{text} [fix: maxNumSeqs at most {tokens}, the max_num_batched_tokens vLLM sets for this server]",
+            )
+        return Refusal(
+            "maxNumBatchedTokens",
+            f"{text} [fix: maxNumBatchedTokens at least {enough}, or maxNumSeqs at most {tokens}]",
         )
     return None
 

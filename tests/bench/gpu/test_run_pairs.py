@@ -343,3 +343,17 @@ def test_a_split_the_machine_cannot_hold_is_skipped_and_said_so(gpu: Sandbox, tm
     assert [s["server"] for s in _records(results, "start")] == ["p-llm"]
     skips = {s["what"]: s["why"] for s in _records(results, "skip")}
     assert "physical cores" in skips["pin p-llm"] and "physical cores" in skips["start p-embedding"]
+
+
+def test_a_cpu_list_that_names_none_of_the_runners_cpus_is_skipped_and_said_so(
+    gpu: Sandbox, tmp_path: Path
+) -> None:
+    spec = _spec(
+        _free_ports(2), [{"start": "p-llm"}, {"pin": "p-llm", "cpus": "4095"}, {"start": "p-embedding"}]
+    )
+    spec["servers"]["p-embedding"]["cpus"] = "4095"
+    results = _run(tmp_path, spec)
+    assert [s["server"] for s in _records(results, "start")] == ["p-llm"]
+    skips = {s["what"]: s["why"] for s in _records(results, "skip")}
+    assert skips["pin p-llm"].startswith("CPUs 4095 name none of the runner's")
+    assert skips["start p-embedding"].startswith("CPUs 4095 name none of the runner's")

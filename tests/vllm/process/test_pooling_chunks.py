@@ -1,0 +1,219 @@
+"""Which pooling models vLLM chunks, from the pooling their sentence-transformers files declare (modules.json and
+the Pooling module's config.json), else the model class's default: vllm 0.22.0 config/model.py::ModelConfig.
+is_chunked_prefill_supported, 0.9.2-0.11.2 engine/arg_utils.py::_set_default_args_v1 / _set_default_args. A
+decoder that pools MEAN does not chunk: its default batch holds a whole input, and a shorter one is refused."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from colo.catalog import gpu
+from colo.vllm import EstimateRefused, EstimateRequest, catalog_architecture, estimate
+from colo.vllm.checkpoint import hub as hub_module
+from colo.vllm.checkpoint.architecture import ModelArchitecture
+from colo.vllm.checkpoint.files import architecture_from_path
+from colo.vllm.checkpoint.hub import read_hub_model
+from colo.vllm.checkpoint.pooling import pooling_name
+from colo.vllm.process.engine_limits import chunks_prefill, resolve_limits
+from colo.vllm.process.refusals import batch_limits_refusal
+from colo.vllm.rules import rules_for
+from tests.hub.fixtures import HUB_FILES
+from tests.hub.plugin import HubRun
+
+QWEN3_DECODER = {
+    "architectures": ["Qwen3ForCausalLM"],
+    "model_type": "qwen3",
+    "num_hidden_layers": 28,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "hidden_size": 1024,
+    "intermediate_size": 3072,
+    "vocab_size": 151669,
+    "tie_word_embeddings": True,
+    "max_position_embeddings": 32768,
+    "torch_dtype": "bfloat16",
+}
+MODULES = [
+    {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+    {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+    {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
+]
+MODES = ("cls_token", "mean_tokens", "max_tokens", "mean_sqrt_len_tokens", "weightedmean_tokens", "lasttoken")
+
+
+def _embedder(root: Path, mode: str | None) -> Path:
+    """A model directory: a Qwen3 decoder's config.json, with sentence-transformers pooling `mode` (None: none)."""
+    root.mkdir()
+    (root / "config.json").write_text(json.dumps(QWEN3_DECODER))
+    if mode is not None:
+        (root / "modules.json").write_text(json.dumps(MODULES))
+        (root / "1_Pooling").mkdir()
+        pooling = {"word_embedding_dimension": 1024, **{f"pooling_mode_{m}": m == mode for m in MODES}}
+        (root / "1_Pooling" / "config.json").write_text(json.dumps({**pooling, "include_prompt": True}))
+    return root
+
+
+@pytest.fixture
+def mean(tmp_path: Path) -> Path:
+    return _embedder(tmp_path / "mean-embedder", "mean_tokens")
+
+
+@pytest.fixture
+def last(tmp_path: Path) -> Path:
+    return _embedder(tmp_path / "last-embedder", "lasttoken")
+
+
+def _limits(arch: ModelArchitecture, version: str, **given: int | None):  # type: ignore[no-untyped-def]
+    return resolve_limits(
+        arch,
+        gpu("L40S"),
+        rules_for(version),
+        max_model_len=given.get("max_model_len"),
+        max_num_seqs=given.get("max_num_seqs"),
+        max_num_batched_tokens=given.get("max_num_batched_tokens"),
+        pooling=True,
+    )
+
+
+def test_vllms_names_for_the_pooling_keys() -> None:
+    assert [pooling_name(f"pooling_mode_{m}") for m in MODES] == [
+        "CLS",
+        "MEAN",
+        "MAX",
+        "MEAN",
+        "WEIGHTEDMEAN",
+        "LAST",
+    ]
+    assert pooling_name("include_prompt") == "INCLUDE"
+
+
+def test_a_model_directory_declares_its_pooling(mean: Path, last: Path, tmp_path: Path) -> None:
+    assert architecture_from_path(mean, "m").declared_pooling == ("MEAN", "INCLUDE")
+    assert architecture_from_path(last / "config.json", "l").declared_pooling == ("LAST", "INCLUDE")
+    assert architecture_from_path(_embedder(tmp_path / "plain", None), "p").declared_pooling is None
+
+
+@pytest.mark.parametrize("version", ["0.9.2", "0.10.1", "0.12.0", "0.13.0", "0.19.1", "0.22.0", "0.34.0"])
+def test_a_mean_pooled_decoder_does_not_chunk_and_a_last_pooled_one_does(
+    mean: Path, last: Path, version: str
+) -> None:
+    rules = rules_for(version)
+    assert not chunks_prefill(architecture_from_path(mean, "m"), rules, pooling=True)
+    assert chunks_prefill(architecture_from_path(last, "l"), rules, pooling=True)
+    assert chunks_prefill(architecture_from_path(mean, "m"), rules, pooling=False)  # generating, it chunks
+
+
+def test_a_mean_pooled_decoders_default_batch_holds_a_whole_input(mean: Path, last: Path) -> None:
+    for version in (
+        "0.19.1",
+        "0.22.0",
+    ):  # max(max_model_len, the tier's 2048), at most max_num_seqs x max_model_len
+        assert (
+            _limits(architecture_from_path(mean, "m"), version, max_model_len=8192).max_num_batched_tokens
+            == 8192
+        )
+        assert (
+            _limits(architecture_from_path(last, "l"), version, max_model_len=8192).max_num_batched_tokens
+            == 2048
+        )
+    assert (
+        _limits(architecture_from_path(mean, "m"), "0.10.1", max_model_len=8192).max_num_batched_tokens
+        == 8192
+    )
+
+
+@pytest.mark.parametrize("version", ["0.10.1", "0.11.0", "0.19.1", "0.22.0", "0.34.0"])
+def test_a_shorter_batch_is_refused_for_a_mean_pooled_decoder_only(
+    mean: Path, last: Path, version: str
+) -> None:
+    given = {"max_model_len": 8192, "max_num_batched_tokens": 2048}
+    refusal = batch_limits_refusal(_limits(architecture_from_path(mean, "m"), version, **given))
+    assert refusal is not None
+    assert refusal.key == "maxNumBatchedTokens"
+    assert "max_num_batched_tokens (2048) is smaller than max_model_len (8192)" in refusal.message
+    assert batch_limits_refusal(_limits(architecture_from_path(last, "l"), version, **given)) is None
+
+
+def test_0_10_0_raises_a_non_chunking_batch_over_the_users_value(mean: Path) -> None:
+    limits = _limits(
+        architecture_from_path(mean, "m"), "0.10.0", max_model_len=8192, max_num_batched_tokens=2048
+    )
+    assert (limits.max_num_batched_tokens, limits.chunked_prefill) == (8192, False)
+    assert batch_limits_refusal(limits) is None
+
+
+def test_without_a_declared_pooling_vllm_takes_the_class_default(tmp_path: Path) -> None:
+    plain = architecture_from_path(_embedder(tmp_path / "plain", None), "p")
+    assert chunks_prefill(plain, rules_for("0.10.1"), pooling=True)  # the class's LAST
+    assert chunks_prefill(plain, rules_for("0.22.0"), pooling=True)
+    assert not chunks_prefill(plain, rules_for("0.10.0"), pooling=True)  # no class default before 0.10.1
+    grit = replace(plain, architecture="GritLM")  # @default_pooling_type(seq_pooling_type="MEAN")
+    assert not chunks_prefill(grit, rules_for("0.22.0"), pooling=True)
+    reward = replace(plain, architecture="Qwen2ForRewardModel")  # ALL: chunked only from 0.13.0
+    assert not chunks_prefill(reward, rules_for("0.12.0"), pooling=True)
+    assert chunks_prefill(reward, rules_for("0.13.0"), pooling=True)
+    assert chunks_prefill(reward, rules_for("0.22.0"), pooling=True)
+    process_reward = replace(plain, architecture="Qwen2ForProcessRewardModel")  # STEP never chunks
+    assert not chunks_prefill(process_reward, rules_for("0.22.0"), pooling=True)
+    assert not chunks_prefill(replace(plain, is_causal=False), rules_for("0.22.0"), pooling=True)
+
+
+def test_the_release_decides_which_declared_key_counts(tmp_path: Path) -> None:
+    """0.14.0+ takes the last sequence pooling key set true; earlier releases the first key set true."""
+    plain = architecture_from_path(_embedder(tmp_path / "plain", None), "p")
+    both = replace(plain, declared_pooling=("MEAN", "LAST"))
+    assert not chunks_prefill(both, rules_for("0.13.0"), pooling=True)
+    assert chunks_prefill(both, rules_for("0.14.0"), pooling=True)
+
+
+def test_the_catalogs_embedders_declare_last_token_pooling_and_chunk() -> None:
+    for model in ("Qwen/Qwen3-Embedding-0.6B", "Qwen/Qwen3-Embedding-8B"):
+        arch = catalog_architecture(model)
+        assert arch.declared_pooling == ("LAST",)
+        for version in ("0.9.2", "0.10.1", "0.19.1", "0.22.0"):
+            assert chunks_prefill(arch, rules_for(version), pooling=True)
+    assert catalog_architecture("Qwen/Qwen3-Reranker-0.6B").declared_pooling is None  # the class default
+
+
+def test_estimate_refuses_a_short_batch_for_a_mean_pooled_model_directory(mean: Path) -> None:
+    request = EstimateRequest(
+        model=str(mean),
+        vllm_version="0.22.0",
+        gpu="L40S",
+        pooling=True,
+        max_model_len=4096,
+        max_num_batched_tokens=2048,
+    )
+    with pytest.raises(EstimateRefused) as refused:
+        estimate(request)
+    assert refused.value.field == "max_num_batched_tokens"
+    assert "is smaller than max_model_len (4096)" in refused.value.message
+    assert estimate(replace(request, max_num_batched_tokens=None)).budget is not None
+
+
+@pytest.fixture
+def fresh_reads() -> Iterator[None]:
+    hub_module._read.cache_clear()
+    yield
+    hub_module._read.cache_clear()
+
+
+def test_a_hub_model_declares_the_pooling_its_files_on_the_hub_do(
+    local_hub: HubRun, fresh_reads: None
+) -> None:
+    """NovaSearch/stella_en_1.5B_v5: a Qwen2 decoder whose 1_Pooling/config.json pools MEAN."""
+    read = read_hub_model("NovaSearch/stella_en_1.5B_v5")
+    local = architecture_from_path(
+        HUB_FILES / "NovaSearch" / "stella_en_1.5B_v5", "NovaSearch/stella_en_1.5B_v5"
+    )
+    assert read.arch.declared_pooling == local.declared_pooling == ("MEAN", "INCLUDE")
+    assert not chunks_prefill(read.arch, rules_for("0.22.0"), pooling=True)
+    embedder = read_hub_model("Qwen/Qwen3-Embedding-4B")  # config.json only: vLLM takes the class's LAST
+    assert embedder.arch.declared_pooling is None
+    assert chunks_prefill(embedder.arch, rules_for("0.22.0"), pooling=True)
