@@ -439,7 +439,7 @@ def vision_geometry(
 # vllm 0.22.0 - 0.34.0 transformers_utils/model_arch_config_convertor.py::ModelArchConfigConvertorBase.
 # is_mm_prefix_lm: the config's own is_mm_prefix_lm, else these model types
 MM_PREFIX_LM_MODEL_TYPES = ("bagel", "gemma3", "molmo2", "moondream3", "paligemma", "umm")
-GEMMA4_ARCHITECTURES = ("Gemma4ForConditionalGeneration",)
+GEMMA4_ARCHITECTURE = "Gemma4ForConditionalGeneration"  # its own convertor; mm_profile counts its items
 
 
 def mm_prefix_lm(config: HfConfig) -> bool:
@@ -447,7 +447,7 @@ def mm_prefix_lm(config: HfConfig) -> bool:
     convertor (Gemma4ModelArchConfigConvertor.is_mm_prefix_lm) asks text_config.use_bidirectional_attention
     == "vision"; any other model its config's is_mm_prefix_lm, else its model type in the fallback list."""
     top = config.top
-    if GEMMA4_ARCHITECTURES[0] in (top.get("architectures") or ()) or top.get("model_type") == "gemma4":
+    if GEMMA4_ARCHITECTURE in (top.get("architectures") or ()) or top.get("model_type") == "gemma4":
         return config.text.get("use_bidirectional_attention") == "vision"
     if "is_mm_prefix_lm" in top:
         return bool(top["is_mm_prefix_lm"])

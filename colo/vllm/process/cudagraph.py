@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from colo.vllm.checkpoint.architecture import ModelArchitecture
 from colo.vllm.checkpoint.quantization import WeightFormat
+from colo.vllm.process.quant_bytes import FP8_NATIVE_CAPABILITY
 from colo.vllm.rules import CudagraphKernels, MeasuredConstants, VllmRules
 
 KIB = 1024
@@ -53,7 +54,6 @@ CUBLAS_WORKSPACE_OLDER = 4096 * 2 * KIB + 16 * 8 * KIB
 FA3_ACCUMULATOR_BYTES = 4  # fp32 partial outputs, one per split
 ESTIMATE_MIN_PER_GRAPH = 1 * MIB  # profile_cudagraph_memory: "at least 1 MiB per graph for driver overhead"
 PROFILE_SAMPLES = 2  # profile_cudagraph_memory captures the first two sizes of each mode
-FP8_NATIVE_CAPABILITY = (8, 9)  # below: FP8 runs weight-only through Marlin, with no activation quantization
 
 
 def default_capture_sizes(
@@ -222,11 +222,13 @@ def kib_per_graph_field(compute_capability: tuple[int, int]) -> str:
 
 
 def _fp8_activations(arch: ModelArchitecture, compute_capability: tuple[int, int]) -> WeightFormat | None:
-    """The FP8 format whose linears quantize their activations on this GPU (None: no such linear)."""
+    """The FP8 format whose linears quantize their activations on this GPU (None: no such linear); below
+    FP8_NATIVE_CAPABILITY FP8 runs weight-only through Marlin."""
     weights = arch.quant_scheme.primary
     if weights is None or weights.kind != "fp8" or weights.weight_only:
         return None
-    return weights if compute_capability >= FP8_NATIVE_CAPABILITY else None
+    major, minor = compute_capability
+    return weights if major * 10 + minor >= FP8_NATIVE_CAPABILITY else None
 
 
 def _standard_norm(arch: ModelArchitecture) -> bool:

@@ -110,11 +110,10 @@ def _batched_tokens(
     chunked: bool,
     mm_floor: int = 0,
 ) -> int:
-    """max_num_batched_tokens as vLLM sets it (rules.batched_tokens_default): vllm 0.10.0
-    engine/arg_utils.py::_set_default_args_v1, 0.10.1-0.11.0 the same function, 0.11.1+ _set_default_args
-    (0.22.0 _set_default_max_num_seqs_and_batched_tokens_args, which raises it to `mm_floor` before the cap)."""
-    if not chunked and rules.batched_tokens_default == "forced_model_len":
-        return model_len  # over the user's value too
+    """max_num_batched_tokens as vLLM sets it (rules.batched_tokens_default) where vLLM does not force it to the
+    model length (resolve_limits): vllm 0.10.0 engine/arg_utils.py::_set_default_args_v1, 0.10.1-0.11.0 the same
+    function, 0.11.1+ _set_default_args (0.22.0 _set_default_max_num_seqs_and_batched_tokens_args, which raises it
+    to `mm_floor` before the cap)."""
     if given is not None:
         return given
     if rules.batched_tokens_default != "floored":
@@ -140,19 +139,24 @@ def resolve_limits(
     defaults = rules.batch_defaults(gpu.device_name or gpu.name, gpu.cuda_total_bytes)
     seqs = max_num_seqs or defaults.max_num_seqs
     chunked = chunks_prefill(arch, rules, pooling=pooling)
-    tokens = _batched_tokens(
-        rules,
-        max_num_batched_tokens,
-        defaults.max_num_batched_tokens,
-        model_len=model_len,
-        seqs=seqs,
-        chunked=chunked,
-        mm_floor=mm_batch_floor(
-            arch, rules, language_model_only=language_model_only, mm_limits=mm_limits or {}
-        ),
+    # 0.9.2-0.10.0 set a model that does not chunk to max_model_len, over the user's value too
+    forced = not chunked and rules.batched_tokens_default == "forced_model_len"
+    tokens = (
+        model_len
+        if forced
+        else _batched_tokens(
+            rules,
+            max_num_batched_tokens,
+            defaults.max_num_batched_tokens,
+            model_len=model_len,
+            seqs=seqs,
+            chunked=chunked,
+            mm_floor=mm_batch_floor(
+                arch, rules, language_model_only=language_model_only, mm_limits=mm_limits or {}
+            ),
+        )
     )
     if max_num_seqs is None and rules.max_num_seqs_capped_by_batched_tokens:
         seqs = min(seqs, tokens)  # vllm 0.10.1 engine/arg_utils.py::_set_default_args_v1
-    forced = not chunked and rules.batched_tokens_default == "forced_model_len"
     given = max_num_batched_tokens is not None and not forced
     return EngineLimits(model_len, seqs, tokens, chunked, given)

@@ -43,6 +43,7 @@ from math import isqrt
 from typing import Literal
 
 from colo.vllm.checkpoint.architecture import ModelArchitecture, VisionGeometry
+from colo.vllm.checkpoint.hf_config import GEMMA4_ARCHITECTURE
 
 Family = Literal["qwen2_vl", "qwen2_5_vl", "qwen3_vl", "gemma3"]
 FAMILIES: dict[str, Family] = {
@@ -159,7 +160,7 @@ def prefix_lm_item_tokens(arch: ModelArchitecture) -> tuple[int, str] | None:
     `get_mm_max_tokens_per_item`; None where the processor has none (vLLM then sets no floor) or colo does not
     read it. Gemma 4 only (image and video; the audio of a checkpoint with an audio_config is not counted)."""
     v = arch.vision
-    if v is None or arch.architecture != "Gemma4ForConditionalGeneration":
+    if v is None or arch.architecture != GEMMA4_ARCHITECTURE:
         return None
     tokens = {"image": v.tokens_per_image or GEMMA4_TOKENS_PER_IMAGE, "video": GEMMA4_VIDEO_TOKENS}
     modality = max(tokens, key=tokens.__getitem__)
