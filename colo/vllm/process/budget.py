@@ -462,6 +462,7 @@ def _graphs(spec: ProcessSpec, consts: MeasuredConstants) -> GraphPlan:
         compute_capability=spec.gpu.compute_capability,
         tensor_parallel_size=spec.tensor_parallel_size,
         v2_runner=spec.v2_model_runner,
+        vllm_version=spec.vllm_version,
         # models without a KV cache skip determine_available_memory, and with it the graph profile (§9)
         profiled=graph_profile_blocks(spec) > 0 and geometry_for(spec) is not None,
     )
