@@ -114,6 +114,20 @@ def test_up_to_0100_vllm_replaces_a_given_batch_without_chunked_prefill() -> Non
     assert refusal is not None and refusal.key == "maxNumBatchedTokens"
 
 
+def test_a_given_batch_equal_to_the_default_or_replaced_by_vllm_runs_as_unset() -> None:
+    """The limits keep the batch vLLM sets unset beside the one it runs, so a plan can tell a flag that changes
+    the engine from one that does not."""
+    unset = process("Qwen/Qwen3-8B", "L40S", "0.22.0", max_model_len=512).limits
+    assert unset.batched_tokens_as_unset
+    default = unset.max_num_batched_tokens
+    same = process("Qwen/Qwen3-8B", "L40S", "0.22.0", max_model_len=512, max_num_batched_tokens=default)
+    assert same.limits.batched_tokens_given and same.limits.batched_tokens_as_unset
+    other = process("Qwen/Qwen3-8B", "L40S", "0.22.0", max_model_len=512, max_num_batched_tokens=default // 2)
+    assert not other.limits.batched_tokens_as_unset
+    replaced = process("BAAI/bge-m3", "L40S", "0.10.0", max_model_len=1024, max_num_batched_tokens=512).limits
+    assert replaced.batched_tokens_as_unset
+
+
 def _request(**fields: object) -> EstimateRequest:
     return EstimateRequest(model="Qwen/Qwen3-8B", vllm_version="0.22.0", gpu="L40S", **fields)  # type: ignore[arg-type]
 
