@@ -97,15 +97,17 @@ def mm_batch_floor(
     """The tokens vLLM raises an unset max_num_batched_tokens to for a multimodal prefix-LM model (0: none):
     one maximum-size item of its most expensive modality (vllm 0.22.0 - 0.34.0 engine/arg_utils.py::
     _get_min_mm_batched_tokens, rules.mm_prefix_batch_floor). From 0.27.0 a model whose multimodal inputs are
-    disabled is no prefix-LM (config/model.py::_supports_multimodal_for_mm_prefix)."""
-    item = prefix_lm_item_tokens(arch) if arch.mm_prefix_lm else None
-    if item is None or rules.mm_prefix_batch_floor == "none":
+    disabled (every modality it serves at limit 0) is no prefix-LM (config/model.py::
+    _supports_multimodal_for_mm_prefix over 0.27.0 multimodal/registry.py::supports_multimodal_inputs, 0.34.0
+    config/model.py::_supports_multimodal_inputs)."""
+    items = prefix_lm_item_tokens(arch) if arch.mm_prefix_lm else None
+    if not items or rules.mm_prefix_batch_floor == "none":
         return 0
     if rules.mm_prefix_batch_floor == "with_mm_inputs" and (
-        language_model_only or all(mm_limits.get(m, 1) == 0 for m in ("image", "video"))
+        language_model_only or all(mm_limits.get(m, 1) == 0 for m in items)
     ):
         return 0
-    return item[0]
+    return max(items.values())
 
 
 def _batched_tokens(
