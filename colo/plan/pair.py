@@ -526,7 +526,8 @@ def plan_pair(
         server_args(pair.name, server, plan) for server, plan in zip(checked, gpu_plan.servers, strict=True)
     ]
     probes = startup_probes(checked, gpu_plan, config.storage, native_sidecars)
-    sharing = pair_sharing(config, pair, gpu_spec, clients)
+    limits = {plan.role: plan.budget.spec.limits for plan in gpu_plan.servers}
+    sharing = pair_sharing(config, pair, gpu_spec, clients, limits)
     pair_plan = assemble_pair(pair.name, checked, gpu_plan, args, probes, placement, config, sharing)
     # a group under MPS is refused with the platform (colo.plan.platform.group_pairing_problems)
     fit = device_plugin_fit_problems(config, gpu_plan) if isinstance(gpu_plan, GpuPlan) else []

@@ -173,6 +173,10 @@ class VllmRules(_Strict):
     # CLS; seq_tok, one whose sequence pooling (declared last, else the class's) is neither MEAN nor CLS and whose
     # token pooling is not STEP. Every generate model chunks; an encoder-only or non-causal pooler never does.
     pooling_chunks: Literal["declared_last", "last", "not_mean_step_cls", "seq_tok"]
+    # what get_pooling_config does with a key set true that names no pooling type it knows (MAX, WEIGHTEDMEAN,
+    # INCLUDE): ignored, no declared pooling (the first key set true only); raises, NotImplementedError at startup
+    # where it is the first key set true; skipped, the other keys still count
+    unknown_pooling: Literal["ignored", "raises", "skipped"]
     max_model_len_error: Literal["0.8.0", "0.10.2"]  # _get_and_verify_max_len's wording
     # get_sentence_transformer_tokenizer_config returns sentence_bert_config.json only when it also sets
     # do_lower_case; its max_seq_length then replaces the derived max_model_len

@@ -127,6 +127,10 @@ class ModelArchitecture:
     mtp_layers: int = 0
     vision_parameters: int = 0
     vision: VisionGeometry | None = None
+    # config.json has an audio_config, so vLLM serves audio items too (Gemma 4 E2B/E4B: vllm 0.22.0 - 0.34.0
+    # models/gemma4_mm.py::Gemma4ProcessingInfo.get_supported_mm_limits, where transformers' Gemma4Config keeps a
+    # missing or null audio_config as None)
+    audio_tower: bool = False
     # vLLM attends bidirectionally over the multimodal positions (ModelConfig.is_mm_prefix_lm: Gemma 4 with
     # text_config.use_bidirectional_attention "vision"); colo.vllm.process.engine_limits reads it
     mm_prefix_lm: bool = False

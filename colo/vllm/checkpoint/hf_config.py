@@ -532,6 +532,7 @@ def from_hf_config(
         mtp_layers=mtp_layers(config),
         vision_parameters=vision_parameters(config, dims.hidden_size),
         vision=vision_geometry(config, dims.hidden_size, side_files),
+        audio_tower=isinstance(config.top.get("audio_config"), Mapping),
         mm_prefix_lm=mm_prefix_lm(config),
         rotary_dim=attention.rotary_dim,
         rotary_cache_rows=rotary_cache_rows(config, dims.max_position_embeddings, kinds),

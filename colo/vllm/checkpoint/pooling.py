@@ -14,6 +14,10 @@ from typing import Any
 
 MODULES_FILE = "modules.json"
 POOLING_MODULE = "sentence_transformers.models.Pooling"
+# The pooling names vLLM knows (vllm 0.10.1-0.13.0 transformers_utils/config.py::get_pooling_config_name,
+# supported_pooling_types; 0.14.0+ config/pooler.py SEQ_POOLING_TYPES and TOK_POOLING_TYPES together): what the
+# release does with any other name is rules.unknown_pooling.
+KNOWN_POOLING = ("LAST", "ALL", "CLS", "STEP", "MEAN")
 
 
 def pooling_name(key: str) -> str:

@@ -18,6 +18,14 @@ class EngineLimits:
     chunked_prefill: bool = True  # vLLM chunks this model's prefills (chunks_prefill)
     # max_num_batched_tokens is the caller's own and vLLM keeps it (0.9.2-0.10.0 replace it without chunking)
     batched_tokens_given: bool = False
+    # the max_num_batched_tokens vLLM sets where the caller leaves it unset (None: not resolved by resolve_limits);
+    # a given value equal to it runs the same engine
+    unset_batched_tokens: int | None = None
+
+    @property
+    def batched_tokens_as_unset(self) -> bool:
+        """The engine runs the batch it would with max_num_batched_tokens unset, whether or not it was given."""
+        return self.max_num_batched_tokens == self.unset_batched_tokens
 
 
 def derived_max_model_len(arch: ModelArchitecture, rules: VllmRules) -> float:
@@ -89,20 +97,21 @@ def mm_batch_floor(
     """The tokens vLLM raises an unset max_num_batched_tokens to for a multimodal prefix-LM model (0: none):
     one maximum-size item of its most expensive modality (vllm 0.22.0 - 0.34.0 engine/arg_utils.py::
     _get_min_mm_batched_tokens, rules.mm_prefix_batch_floor). From 0.27.0 a model whose multimodal inputs are
-    disabled is no prefix-LM (config/model.py::_supports_multimodal_for_mm_prefix)."""
-    item = prefix_lm_item_tokens(arch) if arch.mm_prefix_lm else None
-    if item is None or rules.mm_prefix_batch_floor == "none":
+    disabled (every modality it serves at limit 0) is no prefix-LM (config/model.py::
+    _supports_multimodal_for_mm_prefix over 0.27.0 multimodal/registry.py::supports_multimodal_inputs, 0.34.0
+    config/model.py::_supports_multimodal_inputs)."""
+    items = prefix_lm_item_tokens(arch) if arch.mm_prefix_lm else None
+    if not items or rules.mm_prefix_batch_floor == "none":
         return 0
     if rules.mm_prefix_batch_floor == "with_mm_inputs" and (
-        language_model_only or all(mm_limits.get(m, 1) == 0 for m in ("image", "video"))
+        language_model_only or all(mm_limits.get(m, 1) == 0 for m in items)
     ):
         return 0
-    return item[0]
+    return max(items.values())
 
 
 def _batched_tokens(
     rules: VllmRules,
-    given: int | None,
     default: int,
     *,
     model_len: int,
@@ -110,12 +119,10 @@ def _batched_tokens(
     chunked: bool,
     mm_floor: int = 0,
 ) -> int:
-    """max_num_batched_tokens as vLLM sets it (rules.batched_tokens_default) where vLLM does not force it to the
-    model length (resolve_limits): vllm 0.10.0 engine/arg_utils.py::_set_default_args_v1, 0.10.1-0.11.0 the same
-    function, 0.11.1+ _set_default_args (0.22.0 _set_default_max_num_seqs_and_batched_tokens_args, which raises it
-    to `mm_floor` before the cap)."""
-    if given is not None:
-        return given
+    """max_num_batched_tokens as vLLM sets it where the caller leaves it unset (rules.batched_tokens_default) and
+    vLLM does not force it to the model length (resolve_limits): vllm 0.10.0 engine/arg_utils.py::
+    _set_default_args_v1, 0.10.1-0.11.0 the same function, 0.11.1+ _set_default_args (0.22.0
+    _set_default_max_num_seqs_and_batched_tokens_args, which raises it to `mm_floor` before the cap)."""
     if rules.batched_tokens_default != "floored":
         return default if chunked else model_len
     tokens = max(default if chunked else max(model_len, default), mm_floor)
@@ -141,12 +148,11 @@ def resolve_limits(
     chunked = chunks_prefill(arch, rules, pooling=pooling)
     # 0.9.2-0.10.0 set a model that does not chunk to max_model_len, over the user's value too
     forced = not chunked and rules.batched_tokens_default == "forced_model_len"
-    tokens = (
+    unset = (
         model_len
         if forced
         else _batched_tokens(
             rules,
-            max_num_batched_tokens,
             defaults.max_num_batched_tokens,
             model_len=model_len,
             seqs=seqs,
@@ -156,7 +162,8 @@ def resolve_limits(
             ),
         )
     )
+    tokens = unset if forced or max_num_batched_tokens is None else max_num_batched_tokens
     if max_num_seqs is None and rules.max_num_seqs_capped_by_batched_tokens:
         seqs = min(seqs, tokens)  # vllm 0.10.1 engine/arg_utils.py::_set_default_args_v1
     given = max_num_batched_tokens is not None and not forced
-    return EngineLimits(model_len, seqs, tokens, chunked, given)
+    return EngineLimits(model_len, seqs, tokens, chunked, given, unset)

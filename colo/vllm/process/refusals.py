@@ -1,7 +1,7 @@
 """What vLLM refuses before it sizes anything, in its own words: an architecture the release does not register,
 an engine colo does not mirror, a context longer than the model's, a tensor-parallel size that does not split the
 heads, a pipeline-parallel size the model class or the layers do not allow, a dtype the GPU or the model type
-cannot run, batch limits the scheduler config rejects.
+cannot run, a declared pooling the release cannot parse, batch limits the scheduler config rejects.
 
 Each refusal names the config key it belongs to (the stack's camelCase name), so `colo plan` and
 `colo estimate` can point at the setting to change.
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from colo.catalog import GpuSpec
 from colo.vllm.architectures import architecture_refusal
 from colo.vllm.checkpoint.architecture import ModelArchitecture
+from colo.vllm.checkpoint.pooling import KNOWN_POOLING
 from colo.vllm.process.engine_limits import EngineLimits, derived_max_model_len
 from colo.vllm.process.engine_select import v0_fallback_features, v0_fallback_message
 from colo.vllm.process.model_dtype import dtype_refusals
@@ -170,6 +171,26 @@ def pipeline_parallel_refusal(
     return None
 
 
+def declared_pooling_refusal(rules: VllmRules, arch: ModelArchitecture, version: str) -> Refusal | None:
+    """`get_pooling_config` (vllm 0.10.1-0.13.0 transformers_utils/config.py) names the pooling by the first key
+    the checkpoint's sentence-transformers Pooling config sets true and raises on a name it does not know
+    (get_pooling_config_name), for every server: a pooling runner reads it (ModelConfig), and a server without
+    --runner (colo's LLM) resolves its runner by it (_get_default_runner_type). Earlier releases ignore such a
+    name, later ones skip it (rules.unknown_pooling)."""
+    declared = arch.declared_pooling
+    if rules.unknown_pooling != "raises" or not declared or declared[0] in KNOWN_POOLING:
+        return None
+    first = declared[0]
+    skipped = first_release_where(lambda r: r.unknown_pooling == "skipped")
+    return Refusal(
+        "vllm.version",
+        f"NotImplementedError: Pooling type {first} not supported (vLLM {version} takes the pooling from the first "
+        f"key set true in the config.json of the checkpoint's sentence-transformers Pooling module, which "
+        f"modules.json names, and knows only {', '.join(KNOWN_POOLING)}) [fix: vLLM {skipped} or later, which "
+        f"skips a pooling type it does not know, or a checkpoint whose Pooling config sets one of those first]",
+    )
+
+
 def batch_limits_refusal(limits: EngineLimits) -> Refusal | None:
     """`SchedulerConfig.verify_max_model_len` over the limits vLLM will run with (vllm 0.11.1-0.34.0
     config/scheduler.py; the same checks and words in `SchedulerConfig._verify_args`, 0.9.2-0.10.0 config.py,
@@ -224,7 +245,9 @@ def vllm_refusals(
     )
     if unserved is not None:
         return [Refusal(unserved.key, unserved.message)]  # nothing else matters for a model vLLM cannot load
-    refusals: list[Refusal] = [Refusal("dtype", text) for text in dtype_refusals(arch, rules, gpu)]
+    pooling = declared_pooling_refusal(rules, arch, settings.version)
+    refusals: list[Refusal] = [pooling] if pooling is not None else []
+    refusals += [Refusal("dtype", text) for text in dtype_refusals(arch, rules, gpu)]
     features = v0_fallback_features(
         rules,
         arch,

@@ -20,7 +20,7 @@ from colo.vllm.checkpoint.files import architecture_from_path
 from colo.vllm.checkpoint.hub import read_hub_model
 from colo.vllm.checkpoint.pooling import pooling_name
 from colo.vllm.process.engine_limits import chunks_prefill, resolve_limits
-from colo.vllm.process.refusals import batch_limits_refusal
+from colo.vllm.process.refusals import batch_limits_refusal, declared_pooling_refusal
 from colo.vllm.rules import rules_for
 from tests.hub.fixtures import HUB_FILES
 from tests.hub.plugin import HubRun
@@ -217,3 +217,64 @@ def test_a_hub_model_declares_the_pooling_its_files_on_the_hub_do(
     embedder = read_hub_model("Qwen/Qwen3-Embedding-4B")  # config.json only: vLLM takes the class's LAST
     assert embedder.arch.declared_pooling is None
     assert chunks_prefill(embedder.arch, rules_for("0.22.0"), pooling=True)
+
+
+@pytest.fixture
+def max_pooled(tmp_path: Path) -> Path:
+    return _embedder(tmp_path / "max-embedder", "max_tokens")
+
+
+@pytest.mark.parametrize("version", ["0.10.1", "0.10.2", "0.11.0", "0.11.2", "0.12.0", "0.13.0"])
+def test_a_first_declared_pooling_vllm_does_not_know_is_refused_where_vllm_raises(
+    max_pooled: Path, version: str
+) -> None:
+    """0.10.1-0.13.0 get_pooling_config_name: NotImplementedError for the first key set true outside LAST, ALL,
+    CLS, STEP, MEAN, whatever the server's role (a server without --runner resolves its runner by it)."""
+    arch = architecture_from_path(max_pooled, "m")
+    assert arch.declared_pooling == ("MAX", "INCLUDE")
+    refusal = declared_pooling_refusal(rules_for(version), arch, version)
+    assert refusal is not None and refusal.key == "vllm.version"
+    assert refusal.message.startswith("NotImplementedError: Pooling type MAX not supported")
+    assert "[fix: vLLM 0.14.0 or later, which skips a pooling type it does not know" in refusal.message
+    include_first = replace(arch, declared_pooling=("INCLUDE", "LAST"))  # include_prompt before the mode
+    refusal = declared_pooling_refusal(rules_for(version), include_first, version)
+    assert refusal is not None and "Pooling type INCLUDE not supported" in refusal.message
+
+
+@pytest.mark.parametrize("version", ["0.9.2", "0.10.0", "0.14.0", "0.19.1", "0.22.0", "0.34.0"])
+def test_a_declared_pooling_vllm_does_not_know_starts_where_vllm_ignores_or_skips_it(
+    max_pooled: Path, version: str
+) -> None:
+    assert (
+        declared_pooling_refusal(rules_for(version), architecture_from_path(max_pooled, "m"), version) is None
+    )
+
+
+def test_a_known_first_pooling_is_not_refused_whatever_follows(mean: Path, last: Path) -> None:
+    for model in (mean, last):  # ("MEAN" | "LAST", "INCLUDE"): the first key set true is the one parsed
+        assert (
+            declared_pooling_refusal(rules_for("0.12.0"), architecture_from_path(model, "m"), "0.12.0")
+            is None
+        )
+    plain = catalog_architecture("Qwen/Qwen3-Reranker-0.6B")  # declares none
+    assert declared_pooling_refusal(rules_for("0.12.0"), plain, "0.12.0") is None
+
+
+def test_from_0_14_0_an_unknown_pooling_is_skipped_and_the_class_default_counts(max_pooled: Path) -> None:
+    """0.14.0+ get_pooling_config keeps only SEQ_POOLING_TYPES and TOK_POOLING_TYPES: MAX and INCLUDE are
+    skipped, so the decoder pools as its class does (LAST) and chunks; before 0.10.1 no pooling is declared."""
+    arch = architecture_from_path(max_pooled, "m")
+    for version in ("0.14.0", "0.22.0", "0.34.0"):
+        assert chunks_prefill(arch, rules_for(version), pooling=True)
+    assert not chunks_prefill(arch, rules_for("0.10.0"), pooling=True)  # declared_last: MAX is not LAST
+    both = replace(arch, declared_pooling=("MAX", "MEAN"))
+    assert not chunks_prefill(both, rules_for("0.22.0"), pooling=True)  # MEAN still counts
+
+
+def test_estimate_refuses_an_unknown_declared_pooling_naming_the_release(max_pooled: Path) -> None:
+    request = EstimateRequest(model=str(max_pooled), vllm_version="0.12.0", gpu="L40S", pooling=True)
+    with pytest.raises(EstimateRefused) as refused:
+        estimate(request)
+    assert refused.value.field == "vllm_version"
+    assert "Pooling type MAX not supported" in refused.value.message
+    assert estimate(replace(request, vllm_version="0.14.0")).budget is not None
