@@ -88,6 +88,10 @@ class VllmRules(_Strict):
     default_block_size: (
         int  # CacheConfig.DEFAULT_BLOCK_SIZE: tokens a KV block holds unless a backend asks more
     )
+    # --- weights: rows of an M-RoPE cos/sin cache per max_position_embeddings (MRotaryEmbedding's positions
+    # factor), for the Qwen3 family (Qwen3-VL, Qwen3.5) and for every other M-RoPE model (Qwen2-VL, Qwen2.5-VL)
+    mrope_cache_factor_qwen3: int
+    mrope_cache_factor_other: int
     # --- the KV budget (docs/vllm-memory-rules.md §1-2)
     # global: kv = total * util - everything held on the device after profiling (other processes included);
     # per_instance: kv = total * util - this process's own growth since its startup snapshot.

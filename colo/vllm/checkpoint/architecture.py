@@ -58,6 +58,7 @@ class VisionGeometry:
     hidden_size: int = 0
     intermediate_size: int = 0
     num_heads: int = 0
+    depth: int = 0  # the tower's blocks (0: not stated)
     image_size: int = 0  # a fixed-resolution tower's input edge (SigLIP: 896)
     tokens_per_image: int = (
         0  # embeddings a fixed-resolution tower hands the decoder per image (Gemma 3: 256)
@@ -137,6 +138,9 @@ class ModelArchitecture:
     rotary_dim: int | None = None  # partial rotary embeddings cache fewer dimensions
     # rows of each cos/sin cache get_rope builds (empty: one of max_position_embeddings rows)
     rotary_cache_rows: tuple[int, ...] = ()
+    # the decoder's rotary embedding is M-RoPE (MRotaryEmbedding), whose cache vLLM sizes by a release's
+    # positions factor (colo.vllm.process.weights.rotary_bytes)
+    mrope: bool = False
     # vLLM's name for the quantization method ("none": full precision). From config.json it is the method the
     # checkpoint declares; colo.vllm.checkpoint.quant_methods.resolve_architecture sets what a release and GPU run.
     quantization: str = "none"

@@ -216,6 +216,30 @@ def rotary_cache_rows(config: HfConfig, max_position: int, kinds: LayerKinds) ->
     return (rows, max_position) if local else (rows,)
 
 
+# Multimodal Qwen decoders whose published configs carry `mrope_section` (Qwen2-VL and Qwen2.5-VL beside their
+# rope type, Qwen3-VL and Qwen3.5 in rope_parameters: tests/hub_files Qwen2.5-VL-7B-Instruct and Qwen3.5-9B),
+# which colo's catalog geometry leaves out.
+MROPE_ARCHITECTURES = (
+    "Qwen2VLForConditionalGeneration",
+    "Qwen2_5_VLForConditionalGeneration",
+    "Qwen3VLForConditionalGeneration",
+    "Qwen3VLMoeForConditionalGeneration",
+    "Qwen3_5ForConditionalGeneration",
+    "Qwen3_5MoeForConditionalGeneration",
+)
+
+
+def uses_mrope(config: HfConfig) -> bool:
+    """`get_rope` builds an MRotaryEmbedding when the rope parameters hold `mrope_section` (`vllm 0.22.0
+    model_executor/layers/rotary_embedding/__init__.py::get_rope`)."""
+    cfg = config.text
+    for key in ("rope_parameters", "rope_scaling"):
+        rope = cfg.get(key)
+        if isinstance(rope, Mapping) and "mrope_section" in rope:
+            return True
+    return config.architecture in MROPE_ARCHITECTURES
+
+
 def _sparse_layers(cfg: Mapping[str, Any], layers: int) -> int:
     """Layers whose MLP is sparse: DeepSeek keeps the first k dense, Qwen2-MoE can sparsify every n-th."""
     if cfg.get("first_k_dense_replace"):
@@ -419,6 +443,7 @@ def vision_geometry(
         hidden_size=_int(vision, "hidden_size", "embed_dim"),
         intermediate_size=_int(vision, "intermediate_size"),
         num_heads=_int(vision, "num_heads", "num_attention_heads"),
+        depth=_int(vision, "depth", "num_hidden_layers"),
         image_size=_int(vision, "image_size"),
         # Gemma 3's mm_tokens_per_image; Gemma 4's vision_config.default_output_length (soft tokens per image)
         tokens_per_image=_int(config.top, "mm_tokens_per_image") or _int(vision, "default_output_length"),
@@ -536,6 +561,7 @@ def from_hf_config(
         mm_prefix_lm=mm_prefix_lm(config),
         rotary_dim=attention.rotary_dim,
         rotary_cache_rows=rotary_cache_rows(config, dims.max_position_embeddings, kinds),
+        mrope=uses_mrope(config),
         quantization=quantization.method,
         quant_scheme=quantization,
         model_type=str(config.top.get("model_type") or config.text.get("model_type") or ""),

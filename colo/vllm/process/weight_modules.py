@@ -255,6 +255,23 @@ def _embeddings(inv: Inventory, arch: ModelArchitecture, tp: int, *, pooling: bo
         inv.linears.append(LinearShape(head, "lm_head", h, padded_vocab(vocab) // tp, h, vocab))
 
 
+def vision_tensor_sizes(arch: ModelArchitecture, tp: int) -> list[int]:
+    """The large tensors of a Qwen-VL style tower on one rank, in the order vLLM builds them (`vllm 0.22.0
+    models/qwen3_vl.py::Qwen3_VisionTransformer.__init__`: patch embedding, merger, then the blocks' qkv,
+    proj, linear_fc1 and linear_fc2), the geometry `hf_config.vision_parameters` counts; empty where the config
+    does not state the tower's depth."""
+    v = arch.vision
+    if v is None or not v.depth or not v.hidden_size:
+        return []
+    h, element = v.hidden_size, arch.dtype_bytes
+    inter = v.intermediate_size or 4 * h
+    merger_in = h * v.spatial_merge_size**2
+    sizes = [v.in_channels * v.temporal_patch_size * v.patch_size**2 * h * element]
+    sizes += [merger_in * merger_in // tp * element, merger_in * v.out_hidden_size // tp * element]
+    block = [3 * h * h // tp, h * h // tp, h * inter // tp, inter * h // tp]
+    return sizes + [n * element for n in block] * v.depth
+
+
 def module_inventory(
     arch: ModelArchitecture,
     *,

@@ -23,6 +23,7 @@ from colo.vllm.checkpoint.architecture import ModelArchitecture
 from colo.vllm.checkpoint.quant_matching import module_format
 from colo.vllm.checkpoint.quant_methods import ResolvedQuantization, log_informed, resolve_quantization
 from colo.vllm.checkpoint.quantization import UNQUANTIZED, WeightFormat
+from colo.vllm.process.allocator import block_overhead
 from colo.vllm.process.pipeline import Stage
 from colo.vllm.process.quant_bytes import Layout, linear_checkpoint_bytes, linear_gpu_bytes
 from colo.vllm.process.weight_modules import (
@@ -31,7 +32,9 @@ from colo.vllm.process.weight_modules import (
     LinearShape,
     module_inventory,
     mtp_inventory,
+    vision_tensor_sizes,
 )
+from colo.vllm.rules import rules_for, supported_range
 
 PARTS = (
     "embedding",
@@ -197,6 +200,65 @@ def _tally(arch: ModelArchitecture, inv: Inventory, resolved: ResolvedQuantizati
     return tally
 
 
+def _linear_tensor(w: WeightFormat | None, linear: LinearShape, layout: Layout) -> int | None:
+    """A linear's weight tensor as vLLM allocates it at construction, where it keeps that tensor: full precision,
+    and FP8 outside Marlin (whose repacking replaces it after loading). None: a format colo does not follow."""
+    if w is None:
+        return linear.k * linear.n * layout.dtype_bytes
+    if w.kind == "fp8" and not layout.fp8_marlin(w):
+        return linear.k * linear.n
+    return None
+
+
+def _expert_tensors(w: WeightFormat | None, stack: ExpertStack, layout: Layout) -> list[int] | None:
+    """A fused-MoE layer's w13 and w2 stacks (`FusedMoE` allocates each as one tensor), full precision only:
+    the FP8 MoE methods hand their weights to backends that may re-lay them after loading."""
+    if w is not None:
+        return None
+    w2 = stack.experts * stack.hidden * stack.inter * layout.dtype_bytes
+    return [2 * w2, w2]
+
+
+def _tensor_sizes(
+    arch: ModelArchitecture, inv: Inventory, resolved: ResolvedQuantization, layout: Layout, rotary: int
+) -> list[int] | None:
+    """The large tensors of one rank in build order: the vision tower (built first by the multimodal wrappers),
+    the embedding, the rotary cache, the layers' linears and expert stacks, the lm_head last. None where a
+    format is re-laid after loading (colo.vllm.process.allocator counts blocks of tensors allocated once)."""
+    if resolved.scheme.online:
+        return None
+    sizes = vision_tensor_sizes(arch, 1) if arch.vision_parameters else []
+    singles = [
+        d.elements * layout.dtype_bytes for d in inv.dense if d.part not in ("small_tensors", "vision")
+    ]
+    sizes += [*singles, rotary]
+    heads: list[int] = []
+    for linear in inv.linears:
+        tensor = _linear_tensor(
+            module_format(resolved.scheme, linear.module, resolved.release), linear, layout
+        )
+        if tensor is None:
+            return None
+        (heads if linear.part == "lm_head" else sizes).append(tensor)
+    for stack in inv.experts:
+        stacks = _expert_tensors(
+            module_format(resolved.scheme, stack.module, resolved.release), stack, layout
+        )
+        if stacks is None:
+            return None
+        sizes += stacks
+    return sizes + heads
+
+
+def allocator_blocks(
+    arch: ModelArchitecture, inv: Inventory, resolved: ResolvedQuantization, layout: Layout, rotary: int
+) -> int:
+    """What PyTorch's allocator blocks add to the tensors on one rank (colo.vllm.process.allocator); 0 where
+    the tensors vLLM keeps are not the ones it allocated."""
+    sizes = _tensor_sizes(arch, inv, resolved, layout, rotary)
+    return 0 if sizes is None else block_overhead(sizes)
+
+
 def resolved_for(
     arch: ModelArchitecture, gpu: GpuSpec | None, vllm_version: str | None
 ) -> ResolvedQuantization:
@@ -214,6 +276,19 @@ def _resolved(
         capability=capability,
         model_type=arch.model_type,
     )
+
+
+def rotary_bytes(arch: ModelArchitecture, vllm_version: str | None) -> int:
+    """The cos/sin caches `get_rope` leaves on the device. An M-RoPE cache holds the release's positions factor
+    times max_position_embeddings rows (`vllm 0.22.0 model_executor/layers/rotary_embedding/mrope.py::
+    MRotaryEmbedding.__init__`: `cache_max_position_num = max_position_embeddings * 4`; 0.32+ the Qwen3 model
+    files pass 1, rules.yaml `mrope_cache_factor_qwen3`)."""
+    if not arch.mrope:
+        return arch.rotary_cache_bytes
+    rules = rules_for(vllm_version or supported_range()[1])
+    qwen3 = arch.architecture.startswith("Qwen3")
+    factor = rules.mrope_cache_factor_qwen3 if qwen3 else rules.mrope_cache_factor_other
+    return arch.rotary_cache_bytes * factor
 
 
 def _skipped_checkpoint_parts(
@@ -335,7 +410,17 @@ def _estimate(
         arch.checkpoint_dtype_bytes if arch.checkpoint_dtype_bytes != arch.dtype_bytes else 0,
     )
     if load_vision or not arch.vision_parameters:
-        return _loaded_weights(arch, resolved, layout, tensor_parallel_size, 0, pooling, load_mtp, stage)
+        return _loaded_weights(
+            arch,
+            resolved,
+            layout,
+            tensor_parallel_size,
+            0,
+            pooling,
+            load_mtp,
+            stage,
+            rotary_bytes(arch, vllm_version),
+        )
     # The tower's file bytes are read but never loaded: by part where headers were read, else by geometry.
     text_only = replace(arch, vision_parameters=0)
     tower = arch.checkpoint_bytes_by_part.get("vision")
@@ -345,7 +430,17 @@ def _estimate(
         tower = sum(whole.checkpoint.values()) - sum(
             _geometry_bytes(text_only, resolved, layout, 1, **flags).checkpoint.values()
         )
-    return _loaded_weights(text_only, resolved, layout, tensor_parallel_size, tower, pooling, load_mtp, stage)
+    return _loaded_weights(
+        text_only,
+        resolved,
+        layout,
+        tensor_parallel_size,
+        tower,
+        pooling,
+        load_mtp,
+        stage,
+        rotary_bytes(arch, vllm_version),
+    )
 
 
 def _loaded_weights(
@@ -357,17 +452,21 @@ def _loaded_weights(
     pooling: bool,
     load_mtp: bool,
     stage: Stage | None = None,
+    rotary_cache: int = 0,
 ) -> WeightEstimate:
     flags = {"pooling": pooling, "load_mtp": load_mtp}
     tally = _stage_bytes(arch, resolved, layout, tensor_parallel_size, stage, **flags)
     # get_rope caches each distinct rotary embedding once per process: on every stage with an attention layer
     attention_free = arch.encoder_only or (stage is not None and stage.layers == 0)
-    rotary = 0 if attention_free else arch.rotary_cache_bytes
+    rotary = 0 if attention_free else rotary_cache
     detail = {**tally.gpu, "rotary": rotary}
     rank_bytes = sum(detail.values())
+    inv = module_inventory(arch, tensor_parallel_size=tensor_parallel_size, stage=stage, **flags)
+    blocks = allocator_blocks(arch, inv, resolved, layout, rotary)
+    detail["allocator_blocks"] = blocks
     parameters = parameter_parts(arch, pooling=pooling, load_mtp=load_mtp).total
     if arch.checkpoint_bytes is None:
-        return WeightEstimate(rank_bytes, parameters, "geometry", detail, resolved.method)
+        return WeightEstimate(rank_bytes + blocks, parameters, "geometry", detail, resolved.method)
     # Exact file bytes: what the geometry did not foresee in the file is spread over the ranks like the rest.
     loaded = (
         arch.checkpoint_bytes
@@ -383,8 +482,12 @@ def _loaded_weights(
     unexplained = loaded - sum(whole.checkpoint.values())
     if resolved.method == "none" and arch.checkpoint_dtype_bytes != arch.dtype_bytes:
         unexplained = unexplained * arch.dtype_bytes // arch.checkpoint_dtype_bytes  # cast like the rest
-    whole_rotary = 0 if arch.encoder_only else arch.rotary_cache_bytes
+    whole_rotary = 0 if arch.encoder_only else rotary_cache
     detail["checkpoint_residual"] = unexplained * rank_bytes // (sum(whole.gpu.values()) + whole_rotary)
     return WeightEstimate(
-        rank_bytes + detail["checkpoint_residual"], parameters, "safetensors", detail, resolved.method
+        rank_bytes + detail["checkpoint_residual"] + blocks,
+        parameters,
+        "safetensors",
+        detail,
+        resolved.method,
     )
