@@ -76,6 +76,34 @@ class MeasuredKvSizing(_Strict):
     cap_warning_above: float
 
 
+class BidirectionalAttention(_Strict):
+    """What vLLM makes of a pooling model whose decoder it builds with bidirectional attention: every attention
+    layer ENCODER_ONLY, which gives no KV cache spec (docs/vllm-memory-rules.md §9). A decoder class chooses it
+    from its config's `is_causal` (vllm 0.22.0 model_executor/models/llama.py::LlamaDecoderLayer.__init__,
+    qwen2.py, qwen3.py, gemma3.py: `ENCODER_ONLY` where `getattr(config, "is_causal", True)` is false); a class
+    that does not read the flag keeps its KV cache whatever the config says."""
+
+    # the names whose layers give no KV cache spec once bidirectional: no pool is allocated
+    # (v1/engine/core.py::EngineCore._initialize_kv_caches: `has_kv_cache` is false)
+    no_kv: tuple[str, ...]
+    # the names whose bidirectional layers this release cannot build or size: the server fails to start
+    fails: tuple[str, ...]
+    # how `fails` fails: flash_attn_impl, FlashAttentionImpl refuses ENCODER_ONLY attention; kv_cache_spec,
+    # Attention.get_kv_cache_spec asserts a DECODER layer
+    failure: Literal["none", "flash_attn_impl", "kv_cache_spec"]
+    # pooling classes vLLM makes bidirectional whatever the config says (it sets is_causal false itself)
+    always: tuple[str, ...]
+
+    @model_validator(mode="after")
+    def _an_outcome_for_every_name(self) -> BidirectionalAttention:
+        unknown = sorted(set(self.always) - set(self.no_kv) - set(self.fails))
+        if unknown:
+            raise ValueError(f"always names {unknown[0]}, which neither no_kv nor fails lists")
+        if (self.failure == "none") != (not self.fails):
+            raise ValueError("failure says how `fails` fails: none exactly when fails is empty")
+        return self
+
+
 class VllmRules(_Strict):
     """What changed between releases; rules.yaml cites the source of every value."""
 
@@ -186,6 +214,9 @@ class VllmRules(_Strict):
     # do_lower_case; its max_seq_length then replaces the derived max_model_len
     encoder_config_needs_do_lower_case: bool
     pooling_flag: Literal["task", "runner"]  # `--task embed` before 0.10.1, `--runner pooling` after
+    # which decoder pooling models get bidirectional attention, and with it no KV cache (colo.vllm.process.
+    # attention_type)
+    bidirectional_attention: BidirectionalAttention
     # --- which engine runs (EngineArgs._is_v1_supported_oracle, docs §12): a V0 fallback is refused
     v1_min_compute_capability: int | None  # major*10+minor below which V1 falls back to V0
     v1_dtypes: tuple[str, ...] | None  # model dtypes V1 accepts (None: any)

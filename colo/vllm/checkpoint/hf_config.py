@@ -28,6 +28,7 @@ from colo.vllm.checkpoint.quant_config import read_quantization
 from colo.vllm.checkpoint.quantization import UNQUANTIZED, QuantizationScheme
 
 ENCODER_ONLY_NAMES = ("Roberta", "Bert", "XLMRoberta")
+GEMMA3_TEXT_MODEL = "Gemma3TextModel"  # the Gemma 3 text encoder vLLM registers as a pooling model
 LINEAR_LAYER_TYPES = ("linear_attention", "mamba", "gated_deltanet")
 SLIDING_LAYER_TYPES = ("sliding_attention", "local_attention", "chunked_attention")
 
@@ -132,6 +133,16 @@ def is_encoder_only(config: HfConfig) -> bool:
     """Bidirectional encoders (BERT family): vLLM gives them no KV cache."""
     named = any(name in config.architecture for name in ENCODER_ONLY_NAMES)
     return named or bool(config.text.get("is_encoder_only"))
+
+
+def is_causal(config: HfConfig) -> bool:
+    """The config's `is_causal` as vLLM's model classes read it (absent: causal). For Gemma3TextModel vLLM writes it
+    from `use_bidirectional_attention` first (vllm 0.10.2 - 0.34.0 model_executor/models/config.py::
+    Gemma3TextModelConfig: `hf_config.is_causal = not hf_config.use_bidirectional_attention`; EmbeddingGemma
+    sets it true), so a bidirectional Gemma3TextModel has no KV cache (colo.vllm.process.attention_type)."""
+    if config.architecture == GEMMA3_TEXT_MODEL:
+        return not config.top.get("use_bidirectional_attention", False)
+    return bool(config.top.get("is_causal", True))
 
 
 def _kinds_from_layer_types(layer_types: list[str], layers: int) -> tuple[int, int, int]:
@@ -543,7 +554,7 @@ def from_hf_config(
         attention_bias=attention.attention_bias,
         attn_output_gate=attention.attn_output_gate,
         encoder_only=encoder_only,
-        is_causal=bool(config.top.get("is_causal", True)),
+        is_causal=is_causal(config),
         full_attention_layers=0 if encoder_only else kinds.full,
         sliding_attention_layers=kinds.sliding,
         sliding_window=kinds.window,

@@ -26,7 +26,8 @@ is no startup check, and the utilization (1.0 when unset) is only a cap:
 
 At tensor parallel N every figure is one rank's; tp_comm says what the communicators add, and when.
 Encoder-only models have no KV cache, so vLLM skips the profiling step: util only gates the startup check,
-and the footprint is context + weights + activations + non-torch.
+and the footprint is context + weights + activations + non-torch. So have the pooling decoders a release builds
+with bidirectional attention (colo.vllm.process.attention_type).
 """
 
 from __future__ import annotations
@@ -339,6 +340,7 @@ def geometry_for(spec: ProcessSpec, *, whole_model: bool = False) -> KvGeometry 
         rules=spec.rules,
         stage=None if whole_model else spec.stage,
         prefix_caching=spec.prefix_caching,
+        pooling=spec.pooling,
     )
 
 

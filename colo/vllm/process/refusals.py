@@ -1,7 +1,8 @@
 """What vLLM refuses before it sizes anything, in its own words: an architecture the release does not register,
 an engine colo does not mirror, a context longer than the model's, a tensor-parallel size that does not split the
 heads, a pipeline-parallel size the model class or the layers do not allow, a dtype the GPU or the model type
-cannot run, a declared pooling the release cannot parse, batch limits the scheduler config rejects.
+cannot run, a declared pooling the release cannot parse, batch limits the scheduler config rejects,
+bidirectional attention the release cannot build.
 
 Each refusal names the config key it belongs to (the stack's camelCase name), so `colo plan` and
 `colo estimate` can point at the setting to change.
@@ -15,6 +16,7 @@ from colo.catalog import GpuSpec
 from colo.vllm.architectures import architecture_refusal
 from colo.vllm.checkpoint.architecture import ModelArchitecture
 from colo.vllm.checkpoint.pooling import KNOWN_POOLING
+from colo.vllm.process.attention_type import bidirectional_failure
 from colo.vllm.process.engine_limits import EngineLimits, derived_max_model_len
 from colo.vllm.process.engine_select import v0_fallback_features, v0_fallback_message
 from colo.vllm.process.model_dtype import dtype_refusals
@@ -260,6 +262,9 @@ def vllm_refusals(
     if features:
         refusals.append(Refusal("vllm.version", v0_fallback_message(settings.version, features)))
     refusals += missing_flag_refusals(rules, settings)
+    failure = bidirectional_failure(arch, rules, settings.version) if settings.pooling else None
+    if failure is not None:
+        refusals.append(Refusal("vllm.version", failure))
     for refusal in (
         max_model_len_refusal(rules, arch, settings),
         tensor_parallel_refusal(arch, settings.tensor_parallel_size),
