@@ -182,6 +182,11 @@ class VllmRules(_Strict):
     # do_lower_case; its max_seq_length then replaces the derived max_model_len
     encoder_config_needs_do_lower_case: bool
     pooling_flag: Literal["task", "runner"]  # `--task embed` before 0.10.1, `--runner pooling` after
+    # what vLLM's automatic runner choice (no --runner; --task auto before 0.10.1) makes of a generative model
+    # whose modules.json names a sentence-transformers Pooling module: embed_task, the embed task (a pooling
+    # server); generate, generation (the Pooling module only picks the pooling task); pooling, the pooling runner.
+    # Where it is not generate colo's LLM names generation (colo.vllm.serve_args).
+    st_pooling_auto_runner: Literal["embed_task", "generate", "pooling"]
     # --- which engine runs (EngineArgs._is_v1_supported_oracle, docs §12): a V0 fallback is refused
     v1_min_compute_capability: int | None  # major*10+minor below which V1 falls back to V0
     v1_dtypes: tuple[str, ...] | None  # model dtypes V1 accepts (None: any)
