@@ -171,14 +171,17 @@ def pipeline_parallel_refusal(
     return None
 
 
-def declared_pooling_refusal(rules: VllmRules, arch: ModelArchitecture, version: str) -> Refusal | None:
+def declared_pooling_refusal(
+    rules: VllmRules, arch: ModelArchitecture, version: str, *, pooling: bool
+) -> Refusal | None:
     """`get_pooling_config` (vllm 0.10.1-0.13.0 transformers_utils/config.py) names the pooling by the first key
     the checkpoint's sentence-transformers Pooling config sets true and raises on a name it does not know
-    (get_pooling_config_name), for every server: a pooling runner reads it (ModelConfig), and a server without
-    --runner (colo's LLM) resolves its runner by it (_get_default_runner_type). Earlier releases ignore such a
-    name, later ones skip it (rules.unknown_pooling)."""
+    (get_pooling_config_name), on a pooling server (`pooling`: ModelConfig._init_pooler_config). A server
+    without --runner would read it too, to resolve its runner (_get_default_runner_type), but colo's LLM passes
+    --runner generate wherever a Pooling module is declared (colo.vllm.serve_args._generation_args), and vLLM
+    then never reads it. Earlier releases ignore such a name, later ones skip it (rules.unknown_pooling)."""
     declared = arch.declared_pooling
-    if rules.unknown_pooling != "raises" or not declared or declared[0] in KNOWN_POOLING:
+    if not pooling or rules.unknown_pooling != "raises" or not declared or declared[0] in KNOWN_POOLING:
         return None
     first = declared[0]
     skipped = first_release_where(lambda r: r.unknown_pooling == "skipped")
@@ -245,7 +248,7 @@ def vllm_refusals(
     )
     if unserved is not None:
         return [Refusal(unserved.key, unserved.message)]  # nothing else matters for a model vLLM cannot load
-    pooling = declared_pooling_refusal(rules, arch, settings.version)
+    pooling = declared_pooling_refusal(rules, arch, settings.version, pooling=settings.pooling)
     refusals: list[Refusal] = [pooling] if pooling is not None else []
     refusals += [Refusal("dtype", text) for text in dtype_refusals(arch, rules, gpu)]
     features = v0_fallback_features(

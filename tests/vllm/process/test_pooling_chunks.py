@@ -229,16 +229,28 @@ def test_a_first_declared_pooling_vllm_does_not_know_is_refused_where_vllm_raise
     max_pooled: Path, version: str
 ) -> None:
     """0.10.1-0.13.0 get_pooling_config_name: NotImplementedError for the first key set true outside LAST, ALL,
-    CLS, STEP, MEAN, whatever the server's role (a server without --runner resolves its runner by it)."""
+    CLS, STEP, MEAN, on a pooling server (ModelConfig._init_pooler_config)."""
     arch = architecture_from_path(max_pooled, "m")
     assert arch.declared_pooling == ("MAX", "INCLUDE")
-    refusal = declared_pooling_refusal(rules_for(version), arch, version)
+    refusal = declared_pooling_refusal(rules_for(version), arch, version, pooling=True)
     assert refusal is not None and refusal.key == "vllm.version"
     assert refusal.message.startswith("NotImplementedError: Pooling type MAX not supported")
     assert "[fix: vLLM 0.14.0 or later, which skips a pooling type it does not know" in refusal.message
     include_first = replace(arch, declared_pooling=("INCLUDE", "LAST"))  # include_prompt before the mode
-    refusal = declared_pooling_refusal(rules_for(version), include_first, version)
+    refusal = declared_pooling_refusal(rules_for(version), include_first, version, pooling=True)
     assert refusal is not None and "Pooling type INCLUDE not supported" in refusal.message
+
+
+@pytest.mark.parametrize("version", ["0.10.1", "0.12.0", "0.13.0"])
+def test_an_llm_that_declares_an_unknown_pooling_is_not_refused_as_it_passes_runner_generate(
+    max_pooled: Path, version: str
+) -> None:
+    """A server without --runner would read the Pooling config to resolve its runner (_get_default_runner_type)
+    and raise; colo's LLM passes --runner generate for such a checkpoint, so vLLM never reads it."""
+    arch = architecture_from_path(max_pooled, "m")
+    assert declared_pooling_refusal(rules_for(version), arch, version, pooling=False) is None
+    request = EstimateRequest(model=str(max_pooled), vllm_version=version, gpu="L40S", pooling=False)
+    assert estimate(request).budget is not None
 
 
 @pytest.mark.parametrize("version", ["0.9.2", "0.10.0", "0.14.0", "0.19.1", "0.22.0", "0.34.0"])
@@ -246,18 +258,23 @@ def test_a_declared_pooling_vllm_does_not_know_starts_where_vllm_ignores_or_skip
     max_pooled: Path, version: str
 ) -> None:
     assert (
-        declared_pooling_refusal(rules_for(version), architecture_from_path(max_pooled, "m"), version) is None
+        declared_pooling_refusal(
+            rules_for(version), architecture_from_path(max_pooled, "m"), version, pooling=True
+        )
+        is None
     )
 
 
 def test_a_known_first_pooling_is_not_refused_whatever_follows(mean: Path, last: Path) -> None:
     for model in (mean, last):  # ("MEAN" | "LAST", "INCLUDE"): the first key set true is the one parsed
         assert (
-            declared_pooling_refusal(rules_for("0.12.0"), architecture_from_path(model, "m"), "0.12.0")
+            declared_pooling_refusal(
+                rules_for("0.12.0"), architecture_from_path(model, "m"), "0.12.0", pooling=True
+            )
             is None
         )
     plain = catalog_architecture("Qwen/Qwen3-Reranker-0.6B")  # declares none
-    assert declared_pooling_refusal(rules_for("0.12.0"), plain, "0.12.0") is None
+    assert declared_pooling_refusal(rules_for("0.12.0"), plain, "0.12.0", pooling=True) is None
 
 
 def test_from_0_14_0_an_unknown_pooling_is_skipped_and_the_class_default_counts(max_pooled: Path) -> None:
