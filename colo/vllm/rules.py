@@ -177,6 +177,10 @@ class VllmRules(_Strict):
     # INCLUDE): ignored, no declared pooling (the first key set true only); raises, NotImplementedError at startup
     # where it is the first key set true; skipped, the other keys still count
     unknown_pooling: Literal["ignored", "raises", "skipped"]
+    # which sentence-transformers Pooling declarations get_pooling_config reads (colo.vllm.checkpoint.pooling):
+    # mode_keys, a sentence_transformers.models.Pooling module's keys set true; mode_string, also the module type
+    # sentence_transformers.sentence_transformer.modules.pooling.Pooling and a string pooling_mode key's value
+    st_pooling_config: Literal["mode_keys", "mode_string"]
     max_model_len_error: Literal["0.8.0", "0.10.2"]  # _get_and_verify_max_len's wording
     # get_sentence_transformer_tokenizer_config returns sentence_bert_config.json only when it also sets
     # do_lower_case; its max_seq_length then replaces the derived max_model_len

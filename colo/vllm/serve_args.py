@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from colo.roles import ROLES, Role
+from colo.vllm.checkpoint.pooling import release_declared_pooling
 from colo.vllm.process.budget import ProcessBudget, ProcessSpec, capture_sizes_for
 from colo.vllm.rerank import reranker_overrides_argument
 
@@ -86,7 +87,7 @@ def _generation_args(spec: ProcessSpec) -> list[str]:
     0.8.0-0.9.2 config.py::ModelConfig._get_preferred_task). Nothing anywhere else, so other servers' arguments
     stay as they were."""
     rules = spec.rules
-    if rules.st_pooling_auto_runner == "generate" or spec.arch.declared_pooling is None:
+    if rules.st_pooling_auto_runner == "generate" or release_declared_pooling(spec.arch, rules) is None:
         return []
     return ["--task", "generate"] if rules.pooling_flag == "task" else ["--runner", "generate"]
 

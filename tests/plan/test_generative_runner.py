@@ -10,6 +10,7 @@ Pooling module."""
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,6 +22,7 @@ from colo.stackfiles import load_stack
 from colo.vllm import serve_args_refusal
 from colo.vllm.checkpoint import hub as hub_module
 from tests.hub.plugin import HubRun
+from tests.hub.server import Snapshot, commit_of
 
 ST_DECODER = "NovaSearch/stella_en_1.5B_v5"
 
@@ -83,3 +85,35 @@ def test_an_llm_without_a_pooling_module_names_no_runner_and_companions_keep_the
     embedding = next(s for s in plan.pairs[0].servers if s.role == "embedding")
     flag = "--task" if version in ("0.9.2", "0.10.0") else "--runner"
     assert _runner_flags(embedding.args) == [flag, "embed" if flag == "--task" else "pooling"]
+
+
+def _resaved(local_hub: HubRun, module_type: str) -> None:
+    """stella's main moved to the newer sentence-transformers layout: its Pooling module of `module_type`, whose
+    config names the pooling by a string pooling_mode."""
+    repo = local_hub.hub.repo(ST_DECODER)
+    assert repo is not None
+    (snapshot,) = repo.snapshots.values()
+    modules = json.loads(snapshot.files["modules.json"])  # type: ignore[arg-type]
+    for item in modules:
+        if item["type"] == "sentence_transformers.models.Pooling":
+            item["type"] = module_type
+    pooling = {"embedding_dimension": 1536, "pooling_mode": "mean", "include_prompt": True}
+    files = {
+        **snapshot.files,
+        "modules.json": json.dumps(modules).encode(),
+        "1_Pooling/config.json": json.dumps(pooling).encode(),
+    }
+    moved = Snapshot(commit_of(files), files)
+    repo.snapshots[moved.commit] = moved
+    repo.refs["main"] = moved.commit
+
+
+def test_an_llm_with_the_newer_pooling_module_type_is_told_to_generate_from_0_30_0(local_hub: HubRun) -> None:
+    """0.30.0 transformers_utils/config.py::_ST_POOLING_MODULE_TYPES adds
+    sentence_transformers.sentence_transformer.modules.pooling.Pooling; 0.29.0 finds no Pooling module in it, and
+    runs the Qwen2ForCausalLM as a generator unprompted."""
+    _resaved(local_hub, "sentence_transformers.sentence_transformer.modules.pooling.Pooling")
+    assert _runner_flags(_st_decoder_plan("0.29.0").pairs[0].llm.args) == []
+    for version in ("0.30.0", "0.31.0", "0.34.0"):
+        hub_module._read.cache_clear()
+        assert _runner_flags(_st_decoder_plan(version).pairs[0].llm.args) == ["--runner", "generate"]

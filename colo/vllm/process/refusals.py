@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from colo.catalog import GpuSpec
 from colo.vllm.architectures import architecture_refusal
 from colo.vllm.checkpoint.architecture import ModelArchitecture
-from colo.vllm.checkpoint.pooling import KNOWN_POOLING
+from colo.vllm.checkpoint.pooling import KNOWN_POOLING, release_declared_pooling
 from colo.vllm.process.engine_limits import EngineLimits, derived_max_model_len
 from colo.vllm.process.engine_select import v0_fallback_features, v0_fallback_message
 from colo.vllm.process.model_dtype import dtype_refusals
@@ -180,7 +180,7 @@ def declared_pooling_refusal(
     without --runner would read it too, to resolve its runner (_get_default_runner_type), but colo's LLM passes
     --runner generate wherever a Pooling module is declared (colo.vllm.serve_args._generation_args), and vLLM
     then never reads it. Earlier releases ignore such a name, later ones skip it (rules.unknown_pooling)."""
-    declared = arch.declared_pooling
+    declared = release_declared_pooling(arch, rules)
     if not pooling or rules.unknown_pooling != "raises" or not declared or declared[0] in KNOWN_POOLING:
         return None
     first = declared[0]
