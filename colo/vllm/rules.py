@@ -209,6 +209,10 @@ class VllmRules(_Strict):
     # INCLUDE): ignored, no declared pooling (the first key set true only); raises, NotImplementedError at startup
     # where it is the first key set true; skipped, the other keys still count
     unknown_pooling: Literal["ignored", "raises", "skipped"]
+    # which sentence-transformers Pooling declarations get_pooling_config reads (colo.vllm.checkpoint.pooling):
+    # mode_keys, a sentence_transformers.models.Pooling module's keys set true; mode_string, also the module type
+    # sentence_transformers.sentence_transformer.modules.pooling.Pooling and a string pooling_mode key's value
+    st_pooling_config: Literal["mode_keys", "mode_string"]
     max_model_len_error: Literal["0.8.0", "0.10.2"]  # _get_and_verify_max_len's wording
     # get_sentence_transformer_tokenizer_config returns sentence_bert_config.json only when it also sets
     # do_lower_case; its max_seq_length then replaces the derived max_model_len
@@ -217,6 +221,11 @@ class VllmRules(_Strict):
     # which decoder pooling models get bidirectional attention, and with it no KV cache (colo.vllm.process.
     # attention_type)
     bidirectional_attention: BidirectionalAttention
+    # what vLLM's automatic runner choice (no --runner; --task auto before 0.10.1) makes of a generative model
+    # whose modules.json names a sentence-transformers Pooling module: embed_task, the embed task (a pooling
+    # server); generate, generation (the Pooling module only picks the pooling task); pooling, the pooling runner.
+    # Where it is not generate colo's LLM names generation (colo.vllm.serve_args).
+    st_pooling_auto_runner: Literal["embed_task", "generate", "pooling"]
     # --- which engine runs (EngineArgs._is_v1_supported_oracle, docs §12): a V0 fallback is refused
     v1_min_compute_capability: int | None  # major*10+minor below which V1 falls back to V0
     v1_dtypes: tuple[str, ...] | None  # model dtypes V1 accepts (None: any)

@@ -112,6 +112,9 @@ class ModelArchitecture:
     # The pooling a sentence-transformers checkpoint declares (colo.vllm.checkpoint.pooling); None: it declares
     # none, or colo did not read it, and vLLM takes the model class's default (colo.vllm.process.engine_limits).
     declared_pooling: tuple[str, ...] | None = None
+    # The same as releases that also read a string pooling_mode and the newer Pooling module type read it
+    # (colo.vllm.checkpoint.pooling, rules.st_pooling_config mode_string), where that differs; None: the same.
+    declared_pooling_mode_string: tuple[str, ...] | None = None
     is_causal: bool = True  # config.json's is_causal; False: vLLM pools it with bidirectional attention
     # Layer kinds. full + sliding + linear == num_layers.
     full_attention_layers: int = 0

@@ -11,7 +11,7 @@ from typing import Any
 from colo.files import MIB, decode_utf8, read_bounded
 from colo.vllm.checkpoint.architecture import ArchitectureError, ModelArchitecture
 from colo.vllm.checkpoint.hf_config import from_hf_config
-from colo.vllm.checkpoint.pooling import read_declared_pooling
+from colo.vllm.checkpoint.pooling import DeclaredPooling, read_declared_pooling
 from colo.vllm.checkpoint.safetensors import read_index, read_local_headers, tensor_bytes_by_part
 
 MAX_CONFIG_BYTES = 4 * MIB  # config.json files of real checkpoints are tens of kilobytes
@@ -71,12 +71,17 @@ def _side_files(directory: Path) -> dict[str, Any]:
     }
 
 
-def with_declared_pooling(arch: ModelArchitecture, pooling: tuple[str, ...] | None) -> ModelArchitecture:
-    """The architecture with the pooling its sentence-transformers files declare (None: none)."""
-    return arch if pooling is None else replace(arch, declared_pooling=pooling)
+def with_declared_pooling(
+    arch: ModelArchitecture, pooling: tuple[str, ...] | None, mode_string: tuple[str, ...] | None = None
+) -> ModelArchitecture:
+    """The architecture with the pooling its sentence-transformers files declare (None: none), and as releases
+    that read a string pooling_mode declare it where that differs (colo.vllm.checkpoint.pooling.DeclaredPooling)."""
+    if pooling is None and mode_string is None:
+        return arch
+    return replace(arch, declared_pooling=pooling, declared_pooling_mode_string=mode_string)
 
 
-def _local_pooling(directory: Path) -> tuple[str, ...] | None:
+def _local_pooling(directory: Path) -> DeclaredPooling:
     return read_declared_pooling(
         lambda name: (directory / name).is_file(),
         lambda name: parse_config_json(read_bounded(directory / name, MAX_CONFIG_BYTES)),
@@ -89,7 +94,7 @@ def architecture_from_path(path: Path, model_id: str) -> ModelArchitecture:
     config_file = path / "config.json" if path.is_dir() else path
     raw = parse_config_json(read_bounded(config_file, MAX_CONFIG_BYTES))
     arch = from_config(raw, model_id, str(config_file), _side_files(config_file.parent))
-    arch = with_declared_pooling(arch, _local_pooling(config_file.parent))
+    arch = with_declared_pooling(arch, *_local_pooling(config_file.parent))
     if not path.is_dir():
         return arch
     headers = read_local_headers(path)

@@ -300,7 +300,7 @@ def _architecture(reader: _Reader, listing: Listing) -> ModelArchitecture:
         raise HubError(f"{listing.repo_id}: {exc}") from None
     arch = with_declared_pooling(
         arch,
-        read_declared_pooling(
+        *read_declared_pooling(
             lambda name: name in listing.files, lambda name: reader.read_json(listing, name, MAX_CONFIG_BYTES)
         ),
     )

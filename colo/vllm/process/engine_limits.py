@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from colo.catalog import GpuSpec
 from colo.vllm.checkpoint.architecture import ModelArchitecture
+from colo.vllm.checkpoint.pooling import release_declared_pooling
 from colo.vllm.process.mm_profile import prefix_lm_item_tokens
 from colo.vllm.rules import VllmRules
 
@@ -63,12 +64,13 @@ def _last_of(names: tuple[str, ...], kinds: tuple[str, ...], default: str) -> st
 
 def pooling_chunks(arch: ModelArchitecture, rules: VllmRules) -> bool:
     """Whether vLLM chunks a pooling model's prefills (rules.pooling_chunks): an encoder-only or non-causal model
-    never does; else it depends on the pooling the checkpoint's sentence-transformers config declares
-    (arch.declared_pooling), or the model class's default (CLASS_POOLING) where it declares none. A catalog model
-    or an S3 prefix whose Pooling config colo did not read takes the class default, as vLLM does without one."""
+    never does; else it depends on the pooling the checkpoint's sentence-transformers config declares, as the
+    release reads it (release_declared_pooling), or the model class's default (CLASS_POOLING) where it declares
+    none. A catalog model or an S3 prefix whose Pooling config colo did not read takes the class default, as vLLM
+    does without one."""
     if arch.encoder_only or not arch.is_causal:
         return False
-    declared = arch.declared_pooling or ()
+    declared = release_declared_pooling(arch, rules) or ()
     single, (seq, tok) = CLASS_POOLING.get(arch.architecture, ("LAST", ("LAST", "ALL")))
     if rules.pooling_chunks == "declared_last":
         return declared[:1] == ("LAST",)

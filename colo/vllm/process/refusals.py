@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from colo.catalog import GpuSpec
 from colo.vllm.architectures import architecture_refusal
 from colo.vllm.checkpoint.architecture import ModelArchitecture
-from colo.vllm.checkpoint.pooling import KNOWN_POOLING
+from colo.vllm.checkpoint.pooling import KNOWN_POOLING, release_declared_pooling
 from colo.vllm.process.attention_type import bidirectional_failure
 from colo.vllm.process.engine_limits import EngineLimits, derived_max_model_len
 from colo.vllm.process.engine_select import v0_fallback_features, v0_fallback_message
@@ -173,14 +173,17 @@ def pipeline_parallel_refusal(
     return None
 
 
-def declared_pooling_refusal(rules: VllmRules, arch: ModelArchitecture, version: str) -> Refusal | None:
+def declared_pooling_refusal(
+    rules: VllmRules, arch: ModelArchitecture, version: str, *, pooling: bool
+) -> Refusal | None:
     """`get_pooling_config` (vllm 0.10.1-0.13.0 transformers_utils/config.py) names the pooling by the first key
     the checkpoint's sentence-transformers Pooling config sets true and raises on a name it does not know
-    (get_pooling_config_name), for every server: a pooling runner reads it (ModelConfig), and a server without
-    --runner (colo's LLM) resolves its runner by it (_get_default_runner_type). Earlier releases ignore such a
-    name, later ones skip it (rules.unknown_pooling)."""
-    declared = arch.declared_pooling
-    if rules.unknown_pooling != "raises" or not declared or declared[0] in KNOWN_POOLING:
+    (get_pooling_config_name), on a pooling server (`pooling`: ModelConfig._init_pooler_config). A server
+    without --runner would read it too, to resolve its runner (_get_default_runner_type), but colo's LLM passes
+    --runner generate wherever a Pooling module is declared (colo.vllm.serve_args._generation_args), and vLLM
+    then never reads it. Earlier releases ignore such a name, later ones skip it (rules.unknown_pooling)."""
+    declared = release_declared_pooling(arch, rules)
+    if not pooling or rules.unknown_pooling != "raises" or not declared or declared[0] in KNOWN_POOLING:
         return None
     first = declared[0]
     skipped = first_release_where(lambda r: r.unknown_pooling == "skipped")
@@ -247,7 +250,7 @@ def vllm_refusals(
     )
     if unserved is not None:
         return [Refusal(unserved.key, unserved.message)]  # nothing else matters for a model vLLM cannot load
-    pooling = declared_pooling_refusal(rules, arch, settings.version)
+    pooling = declared_pooling_refusal(rules, arch, settings.version, pooling=settings.pooling)
     refusals: list[Refusal] = [pooling] if pooling is not None else []
     refusals += [Refusal("dtype", text) for text in dtype_refusals(arch, rules, gpu)]
     features = v0_fallback_features(
