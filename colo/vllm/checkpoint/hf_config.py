@@ -27,6 +27,24 @@ from colo.vllm.checkpoint.config_defaults import with_class_defaults
 from colo.vllm.checkpoint.quant_config import read_quantization
 from colo.vllm.checkpoint.quantization import UNQUANTIZED, QuantizationScheme
 
+# The names vLLM's registry maps to an encoder class, every attention layer of which is ENCODER_ONLY (no KV cache
+# spec), with that class: vllm 0.8.0 - 0.34.0 model_executor/models/registry.py (_EMBEDDING_MODELS,
+# _CROSS_ENCODER_MODELS, _SEQUENCE_CLASSIFICATION_MODELS, _TOKEN_CLASSIFICATION_MODELS, _LATE_INTERACTION_MODELS),
+# read in every mirrored release. The names that hold "Bert" or "Roberta" (BertModel, XLMRobertaModel,
+# ModernBertModel, NomicBertModel, ColBERTJinaRobertaModel, ...) are all encoders too and are found by
+# ENCODER_ONLY_NAMES; these are the others. Which release registers which name is architectures.yaml's concern.
+ENCODER_ARCHITECTURES = {
+    "BgeM3EmbeddingModel": "roberta.py::BgeM3EmbeddingModel",  # 0.15.0+
+    "ErnieModel": "ernie.py::ErnieEmbeddingModel (a BertModel)",  # 0.18.0 - 0.23.0
+    "ErnieForSequenceClassification": "ernie.py::ErnieForSequenceClassification",  # 0.18.0 - 0.23.0
+    "ErnieForTokenClassification": "ernie.py::ErnieForTokenClassification",  # 0.18.0 - 0.23.0
+    "GteModel": "bert_with_rope.py::SnowflakeGteNewModel",  # 0.9.0+ (0.8.5: bert.py::GteEmbeddingModel)
+    "GteNewModel": "bert_with_rope.py::GteNewModel",  # 0.9.0+
+    "GteNewForSequenceClassification": "bert_with_rope.py::GteNewForSequenceClassification",  # 0.10.2+
+    "HF_ColBERT": "colbert.py::ColBERTModel (a BertModel)",  # 0.16.0+
+}
+# Substrings of the BERT family's names: every registered name holding one is an encoder (a name vLLM does not
+# register reaches its Transformers backend, if anything)
 ENCODER_ONLY_NAMES = ("Roberta", "Bert", "XLMRoberta")
 GEMMA3_TEXT_MODEL = "Gemma3TextModel"  # the Gemma 3 text encoder vLLM registers as a pooling model
 LINEAR_LAYER_TYPES = ("linear_attention", "mamba", "gated_deltanet")
@@ -130,8 +148,9 @@ def dimensions(config: HfConfig) -> Dimensions:
 
 
 def is_encoder_only(config: HfConfig) -> bool:
-    """Bidirectional encoders (BERT family): vLLM gives them no KV cache."""
-    named = any(name in config.architecture for name in ENCODER_ONLY_NAMES)
+    """Bidirectional encoders (the BERT family, the GTE family): vLLM gives them no KV cache."""
+    name = config.architecture
+    named = name in ENCODER_ARCHITECTURES or any(part in name for part in ENCODER_ONLY_NAMES)
     return named or bool(config.text.get("is_encoder_only"))
 
 
