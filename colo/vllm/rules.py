@@ -120,6 +120,12 @@ class VllmRules(_Strict):
     # factor), for the Qwen3 family (Qwen3-VL, Qwen3.5) and for every other M-RoPE model (Qwen2-VL, Qwen2.5-VL)
     mrope_cache_factor_qwen3: int
     mrope_cache_factor_other: int
+    # ModernBERT's float16 cos/sin caches: one per layer (each layer builds its own RotaryEmbedding), or one per
+    # distinct rope theta (get_rope's cache; docs/vllm-memory-rules.md §8)
+    modernbert_rotary_caches: Literal["per_layer", "per_theta"]
+    modernbert_rotary_float16: (
+        bool  # those caches are float16 whatever the model dtype (else the model dtype)
+    )
     # --- the KV budget (docs/vllm-memory-rules.md §1-2)
     # global: kv = total * util - everything held on the device after profiling (other processes included);
     # per_instance: kv = total * util - this process's own growth since its startup snapshot.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from colo.vllm.checkpoint.quantization import UNQUANTIZED, QuantizationScheme
 
@@ -109,6 +110,12 @@ class ModelArchitecture:
     attention_bias: bool = False
     attn_output_gate: bool = False  # q_proj also emits a per-head output gate (Qwen3-Next, Qwen3.5/3.6)
     encoder_only: bool = False
+    # An encoder whose attention rotates q and k instead of reading a position-embedding table: vLLM's
+    # bert_with_rope.py classes (the GTE family) or modernbert.py's; get_rope builds its cos/sin caches
+    # (colo.vllm.process.weights.rotary_bytes). "none": absolute positions (BERT, RoBERTa), or not an encoder.
+    encoder_rope: Literal["none", "bert_with_rope", "modernbert"] = "none"
+    gated_encoder_mlp: bool = False  # the encoder's MLP is gated (BertWithRopeGatedMLP, ModernBertMLP's Wi)
+    type_vocab_size: int = 0  # a bert_with_rope encoder's token-type embedding rows (none where 0)
     # The pooling a sentence-transformers checkpoint declares (colo.vllm.checkpoint.pooling); None: it declares
     # none, or colo did not read it, and vLLM takes the model class's default (colo.vllm.process.engine_limits).
     declared_pooling: tuple[str, ...] | None = None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from colo.vllm.checkpoint.architecture import (
     DTYPE_BYTES,
@@ -27,7 +27,35 @@ from colo.vllm.checkpoint.config_defaults import with_class_defaults
 from colo.vllm.checkpoint.quant_config import read_quantization
 from colo.vllm.checkpoint.quantization import UNQUANTIZED, QuantizationScheme
 
+# The names vLLM's registry maps to an encoder class, every attention layer of which is ENCODER_ONLY (no KV cache
+# spec), with that class: vllm 0.8.0 - 0.34.0 model_executor/models/registry.py (_EMBEDDING_MODELS,
+# _CROSS_ENCODER_MODELS, _SEQUENCE_CLASSIFICATION_MODELS, _TOKEN_CLASSIFICATION_MODELS, _LATE_INTERACTION_MODELS),
+# read in every mirrored release. The names that hold "Bert" or "Roberta" (BertModel, XLMRobertaModel,
+# ModernBertModel, NomicBertModel, ColBERTJinaRobertaModel, ...) are all encoders too and are found by
+# ENCODER_ONLY_NAMES; these are the others. Which release registers which name is architectures.yaml's concern.
+ENCODER_ARCHITECTURES = {
+    "BgeM3EmbeddingModel": "roberta.py::BgeM3EmbeddingModel",  # 0.15.0+
+    "ErnieModel": "ernie.py::ErnieEmbeddingModel (a BertModel)",  # 0.18.0 - 0.23.0
+    "ErnieForSequenceClassification": "ernie.py::ErnieForSequenceClassification",  # 0.18.0 - 0.23.0
+    "ErnieForTokenClassification": "ernie.py::ErnieForTokenClassification",  # 0.18.0 - 0.23.0
+    "GteModel": "bert_with_rope.py::SnowflakeGteNewModel",  # 0.9.0+ (0.8.5: bert.py::GteEmbeddingModel)
+    "GteNewModel": "bert_with_rope.py::GteNewModel",  # 0.9.0+
+    "GteNewForSequenceClassification": "bert_with_rope.py::GteNewForSequenceClassification",  # 0.10.2+
+    "HF_ColBERT": "colbert.py::ColBERTModel (a BertModel)",  # 0.16.0+
+}
+# Substrings of the BERT family's names: every registered name holding one is an encoder (a name vLLM does not
+# register reaches its Transformers backend, if anything)
 ENCODER_ONLY_NAMES = ("Roberta", "Bert", "XLMRoberta")
+# Encoders whose attention rotates q and k (no position-embedding table), by the vLLM module that builds them.
+# NomicBertModel (bert_with_rope.py too) is left out: its config names its geometry n_embd / n_layer, which colo
+# does not read, and vLLM sizes its rotary cache by max_model_len (config.py::NomicBertModelConfig).
+BERT_WITH_ROPE_ARCHITECTURES = ("GteModel", "GteNewModel", "GteNewForSequenceClassification")
+MODERNBERT_ARCHITECTURES = (
+    "ModernBertModel",
+    "ModernBertForSequenceClassification",
+    "ModernBertForTokenClassification",
+    "ColBERTModernBertModel",
+)
 GEMMA3_TEXT_MODEL = "Gemma3TextModel"  # the Gemma 3 text encoder vLLM registers as a pooling model
 LINEAR_LAYER_TYPES = ("linear_attention", "mamba", "gated_deltanet")
 SLIDING_LAYER_TYPES = ("sliding_attention", "local_attention", "chunked_attention")
@@ -130,9 +158,67 @@ def dimensions(config: HfConfig) -> Dimensions:
 
 
 def is_encoder_only(config: HfConfig) -> bool:
-    """Bidirectional encoders (BERT family): vLLM gives them no KV cache."""
-    named = any(name in config.architecture for name in ENCODER_ONLY_NAMES)
+    """Bidirectional encoders (the BERT family, the GTE family): vLLM gives them no KV cache."""
+    name = config.architecture
+    named = name in ENCODER_ARCHITECTURES or any(part in name for part in ENCODER_ONLY_NAMES)
     return named or bool(config.text.get("is_encoder_only"))
+
+
+@dataclass(frozen=True)
+class EncoderGeometry:
+    """What an encoder's class builds beyond the decoder-shaped layers colo counts: its position scheme, a gated
+    MLP, token-type rows, and the rotary caches of a rope encoder."""
+
+    rope: Literal["none", "bert_with_rope", "modernbert"] = "none"
+    gated_mlp: bool = False
+    type_vocab_size: int = 0
+    rotary_dim: int | None = None  # None: the decoder's reading
+    rotary_rows: tuple[int, ...] = ()  # empty: the decoder's reading
+
+
+def _modernbert_thetas(cfg: Mapping[str, Any], layers: int) -> int:
+    """The distinct rope parameters ModernBERT's layers pass get_rope (vllm 0.22.0 models/modernbert.py::
+    ModernBertAttention.__init__): per layer type under transformers 5 (`layer_types`, `rope_parameters[type]`),
+    else the global theta on every `global_attn_every_n_layers`-th layer and the local one (or the global, where
+    none is set) on the sliding layers."""
+    layer_types = cfg.get("layer_types")
+    rope = cfg.get("rope_parameters")
+    if layer_types and isinstance(rope, Mapping):
+        return len({repr(rope.get(kind)) for kind in set(layer_types[:layers])})
+    every = int(cfg.get("global_attn_every_n_layers") or 1)
+    global_theta = cfg.get("global_rope_theta")
+    local_theta = cfg.get("local_rope_theta")
+    sliding = any(index % every for index in range(layers))
+    return 2 if sliding and local_theta is not None and local_theta != global_theta else 1
+
+
+def encoder_geometry(config: HfConfig, dims: Dimensions, encoder_only: bool) -> EncoderGeometry:
+    """The GTE family (vllm 0.9.0 - 0.34.0 model_executor/models/bert_with_rope.py): BertWithRopeEmbedding has no
+    position table, only token types (VocabParallelEmbedding, where type_vocab_size > 0); the rotary embedding is
+    get_rope(head_size, max_position=max_position_embeddings, rotary_dim=rotary_emb_dim or head_dim, the config's
+    rope parameters) in the model dtype, one cache for every layer (models/config.py::GteNewModelConfig,
+    SnowflakeGteNewModelConfig); those handlers turn the config's hidden_act gelu into geglu, so the MLP is
+    BertWithRopeGatedMLP (gate_up_proj). ModernBERT (models/modernbert.py): no position table, the gated Wi
+    (hidden -> 2 x intermediate), head_dim rotary caches of max_position_embeddings rows per distinct theta."""
+    name, cfg = config.architecture, config.text
+    if not encoder_only:
+        return EncoderGeometry()
+    if name in BERT_WITH_ROPE_ARCHITECTURES:
+        return EncoderGeometry(
+            rope="bert_with_rope",
+            gated_mlp=True,
+            type_vocab_size=int(cfg.get("type_vocab_size") or 0),
+            rotary_dim=int(cfg.get("rotary_emb_dim") or dims.head_dim),
+        )
+    if name in MODERNBERT_ARCHITECTURES:
+        thetas = _modernbert_thetas(cfg, dims.num_layers)
+        return EncoderGeometry(
+            rope="modernbert",
+            gated_mlp=True,
+            rotary_dim=dims.head_dim,
+            rotary_rows=(dims.max_position_embeddings,) * thetas,
+        )
+    return EncoderGeometry()
 
 
 def is_causal(config: HfConfig) -> bool:
@@ -531,6 +617,7 @@ def from_hf_config(
     attention = attention_variants(config, dims.head_dim, kinds)
     quantization = quantization_scheme(config, side_files)
     encoder_only = is_encoder_only(config)
+    encoder = encoder_geometry(config, dims, encoder_only)
     limit = context_limit(config)
     encoder_length, lower_case_given = encoder_config(side_files)
     return ModelArchitecture(
@@ -554,6 +641,9 @@ def from_hf_config(
         attention_bias=attention.attention_bias,
         attn_output_gate=attention.attn_output_gate,
         encoder_only=encoder_only,
+        encoder_rope=encoder.rope,
+        gated_encoder_mlp=encoder.gated_mlp,
+        type_vocab_size=encoder.type_vocab_size,
         is_causal=is_causal(config),
         full_attention_layers=0 if encoder_only else kinds.full,
         sliding_attention_layers=kinds.sliding,
@@ -570,8 +660,9 @@ def from_hf_config(
         vision=vision_geometry(config, dims.hidden_size, side_files),
         audio_tower=isinstance(config.top.get("audio_config"), Mapping),
         mm_prefix_lm=mm_prefix_lm(config),
-        rotary_dim=attention.rotary_dim,
-        rotary_cache_rows=rotary_cache_rows(config, dims.max_position_embeddings, kinds),
+        rotary_dim=encoder.rotary_dim or attention.rotary_dim,
+        rotary_cache_rows=encoder.rotary_rows
+        or rotary_cache_rows(config, dims.max_position_embeddings, kinds),
         mrope=uses_mrope(config),
         quantization=quantization.method,
         quant_scheme=quantization,

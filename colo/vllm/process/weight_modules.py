@@ -142,7 +142,7 @@ def _gdn(inv: Inventory, arch: ModelArchitecture, prefix: str, tp: int) -> None:
 
 def _dense_mlp(inv: Inventory, arch: ModelArchitecture, prefix: str, width: int, part: str, tp: int) -> None:
     h = arch.hidden_size
-    gated = not arch.encoder_only  # BERT-style MLPs have no gate projection
+    gated = not arch.encoder_only or arch.gated_encoder_mlp  # BERT-style MLPs have no gate projection
     gate_up = (
         _fused(prefix, "gate_up_proj", ("gate_proj", "up_proj")) if gated else ModuleRef(f"{prefix}.up_proj")
     )
@@ -240,14 +240,31 @@ def stage_holds(arch: ModelArchitecture, stage: Stage) -> tuple[bool, bool, bool
     return embedding, stage.last or every[1], stage.last or every[2]
 
 
+def _encoder_tensors(inv: Inventory, arch: ModelArchitecture, tp: int) -> None:
+    """What an encoder holds beside its decoder-shaped layers. BERT-style: position and token-type embeddings, the
+    embedding norm, and every layer's biases and norms. bert_with_rope (vllm 0.22.0 models/bert_with_rope.py::
+    BertWithRopeEmbedding: no position table; token types a VocabParallelEmbedding, padded like the vocabulary):
+    the token types, the embedding norm, and every layer's qkv, output and down biases and its two norms
+    (GteNewModel.__init__ drops gate_up_proj's bias). ModernBERT (models/modernbert.py): the embedding norm only."""
+    h = arch.hidden_size
+    if arch.encoder_rope == "none":
+        inv.tensors("embedding", (arch.max_position_embeddings + 2) * h + 4 * h, "replicated", tp)
+        inv.tensors("small_tensors", arch.num_layers * (arch.intermediate_size + 9 * h), "replicated", tp)
+    elif arch.encoder_rope == "bert_with_rope":
+        types = arch.type_vocab_size
+        inv.dense.append(DenseTensors("embedding", padded_vocab(types) * h if types else 0, types * h))
+        inv.tensors("small_tensors", 2 * h + arch.num_layers * 9 * h, "replicated", tp)
+    else:
+        inv.tensors("small_tensors", h, "replicated", tp)
+
+
 def _embeddings(inv: Inventory, arch: ModelArchitecture, tp: int, *, pooling: bool, stage: Stage) -> None:
     h, vocab = arch.hidden_size, arch.vocab_size
     embedding, norm, lm_head = stage_holds(arch, stage)
     if embedding:
         inv.dense.append(DenseTensors("embedding", padded_vocab(vocab) * h // tp, vocab * h))
-    if arch.encoder_only:  # position and token-type embeddings, embedding norm
-        inv.tensors("embedding", (arch.max_position_embeddings + 2) * h + 4 * h, "replicated", tp)
-        inv.tensors("small_tensors", arch.num_layers * (arch.intermediate_size + 9 * h), "replicated", tp)
+    if arch.encoder_only:
+        _encoder_tensors(inv, arch, tp)
     if norm:
         inv.tensors("small_tensors", h, "replicated", tp)  # final norm
     if lm_head and not (arch.tie_word_embeddings or pooling or arch.encoder_only):

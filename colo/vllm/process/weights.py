@@ -220,7 +220,11 @@ def _expert_tensors(w: WeightFormat | None, stack: ExpertStack, layout: Layout) 
 
 
 def _tensor_sizes(
-    arch: ModelArchitecture, inv: Inventory, resolved: ResolvedQuantization, layout: Layout, rotary: int
+    arch: ModelArchitecture,
+    inv: Inventory,
+    resolved: ResolvedQuantization,
+    layout: Layout,
+    rotary: tuple[int, ...],
 ) -> list[int] | None:
     """The large tensors of one rank in build order: the vision tower (built first by the multimodal wrappers),
     the embedding, the rotary cache, the layers' linears and expert stacks, the lm_head last. None where a
@@ -231,7 +235,7 @@ def _tensor_sizes(
     singles = [
         d.elements * layout.dtype_bytes for d in inv.dense if d.part not in ("small_tensors", "vision")
     ]
-    sizes += [*singles, rotary]
+    sizes += [*singles, *rotary]
     heads: list[int] = []
     for linear in inv.linears:
         tensor = _linear_tensor(
@@ -251,7 +255,11 @@ def _tensor_sizes(
 
 
 def allocator_blocks(
-    arch: ModelArchitecture, inv: Inventory, resolved: ResolvedQuantization, layout: Layout, rotary: int
+    arch: ModelArchitecture,
+    inv: Inventory,
+    resolved: ResolvedQuantization,
+    layout: Layout,
+    rotary: tuple[int, ...],
 ) -> int:
     """What PyTorch's allocator blocks add to the tensors on one rank (colo.vllm.process.allocator); 0 where
     the tensors vLLM keeps are not the ones it allocated."""
@@ -283,12 +291,38 @@ def rotary_bytes(arch: ModelArchitecture, vllm_version: str | None) -> int:
     times max_position_embeddings rows (`vllm 0.22.0 model_executor/layers/rotary_embedding/mrope.py::
     MRotaryEmbedding.__init__`: `cache_max_position_num = max_position_embeddings * 4`; 0.32+ the Qwen3 model
     files pass 1, rules.yaml `mrope_cache_factor_qwen3`)."""
+    return sum(rotary_caches(arch, vllm_version))
+
+
+def rotary_caches(arch: ModelArchitecture, vllm_version: str | None) -> tuple[int, ...]:
+    """The rotary caches as the allocator sees them (colo.vllm.process.allocator): an encoder's one by one, a
+    decoder's as one tensor of their total."""
+    if arch.encoder_only:
+        return encoder_rotary_caches(arch, vllm_version)
     if not arch.mrope:
-        return arch.rotary_cache_bytes
+        return (arch.rotary_cache_bytes,)
     rules = rules_for(vllm_version or supported_range()[1])
     qwen3 = arch.architecture.startswith("Qwen3")
     factor = rules.mrope_cache_factor_qwen3 if qwen3 else rules.mrope_cache_factor_other
-    return arch.rotary_cache_bytes * factor
+    return (arch.rotary_cache_bytes * factor,)
+
+
+def encoder_rotary_caches(arch: ModelArchitecture, vllm_version: str | None) -> tuple[int, ...]:
+    """An encoder's cos/sin caches: none with absolute positions (BERT, RoBERTa: no rotary embedding at all).
+    A bert_with_rope encoder (GTE) holds one, of max_position_embeddings rows in the model dtype (vllm 0.9.0 -
+    0.34.0 models/bert_with_rope.py::BertWithRopeAttention.__init__: `get_rope(**rotary_kwargs)`, the same
+    arguments in every layer, so get_rope's cache hands every layer the same module). ModernBERT's are
+    max_position_embeddings x head_dim, one per layer or per distinct theta, in float16 or the model dtype by
+    release (rules.yaml modernbert_rotary_caches, modernbert_rotary_float16)."""
+    if arch.encoder_rope == "bert_with_rope":
+        return (arch.rotary_cache_bytes,)
+    if arch.encoder_rope != "modernbert":
+        return ()
+    rules = rules_for(vllm_version or supported_range()[1])
+    element = 2 if rules.modernbert_rotary_float16 else arch.dtype_bytes
+    per_layer = rules.modernbert_rotary_caches == "per_layer"
+    rows = (arch.max_position_embeddings,) * arch.num_layers if per_layer else arch.rotary_cache_rows
+    return tuple(count * arch.head_dim * element for count in rows)
 
 
 def _skipped_checkpoint_parts(
@@ -419,7 +453,7 @@ def _estimate(
             pooling,
             load_mtp,
             stage,
-            rotary_bytes(arch, vllm_version),
+            rotary_caches(arch, vllm_version),
         )
     # The tower's file bytes are read but never loaded: by part where headers were read, else by geometry.
     text_only = replace(arch, vision_parameters=0)
@@ -439,7 +473,7 @@ def _estimate(
         pooling,
         load_mtp,
         stage,
-        rotary_bytes(arch, vllm_version),
+        rotary_caches(arch, vllm_version),
     )
 
 
@@ -452,17 +486,19 @@ def _loaded_weights(
     pooling: bool,
     load_mtp: bool,
     stage: Stage | None = None,
-    rotary_cache: int = 0,
+    rotary_tensors: tuple[int, ...] = (),
 ) -> WeightEstimate:
     flags = {"pooling": pooling, "load_mtp": load_mtp}
     tally = _stage_bytes(arch, resolved, layout, tensor_parallel_size, stage, **flags)
     # get_rope caches each distinct rotary embedding once per process: on every stage with an attention layer
-    attention_free = arch.encoder_only or (stage is not None and stage.layers == 0)
+    # (an encoder without rotary embeddings comes with none)
+    attention_free = stage is not None and stage.layers == 0
+    rotary_cache = sum(rotary_tensors)
     rotary = 0 if attention_free else rotary_cache
     detail = {**tally.gpu, "rotary": rotary}
     rank_bytes = sum(detail.values())
     inv = module_inventory(arch, tensor_parallel_size=tensor_parallel_size, stage=stage, **flags)
-    blocks = allocator_blocks(arch, inv, resolved, layout, rotary)
+    blocks = allocator_blocks(arch, inv, resolved, layout, rotary_tensors if rotary else ())
     detail["allocator_blocks"] = blocks
     parameters = parameter_parts(arch, pooling=pooling, load_mtp=load_mtp).total
     if arch.checkpoint_bytes is None:
@@ -482,8 +518,7 @@ def _loaded_weights(
     unexplained = loaded - sum(whole.checkpoint.values())
     if resolved.method == "none" and arch.checkpoint_dtype_bytes != arch.dtype_bytes:
         unexplained = unexplained * arch.dtype_bytes // arch.checkpoint_dtype_bytes  # cast like the rest
-    whole_rotary = 0 if arch.encoder_only else rotary_cache
-    detail["checkpoint_residual"] = unexplained * rank_bytes // (sum(whole.gpu.values()) + whole_rotary)
+    detail["checkpoint_residual"] = unexplained * rank_bytes // (sum(whole.gpu.values()) + rotary_cache)
     return WeightEstimate(
         rank_bytes + detail["checkpoint_residual"] + blocks,
         parameters,
