@@ -25,20 +25,9 @@ from colo.vllm.process.attention_type import bidirectional, without_kv_cache
 from colo.vllm.process.engine_limits import chunks_prefill
 from colo.vllm.process.kv_cache import kv_geometry
 from colo.vllm.rules import BidirectionalAttention, releases, rules_for
+from tests.vllm.helpers import QWEN3_SMALL_DECODER
 
-DECODER = {
-    "model_type": "qwen3",
-    "num_hidden_layers": 28,
-    "num_attention_heads": 16,
-    "num_key_value_heads": 8,
-    "head_dim": 128,
-    "hidden_size": 1024,
-    "intermediate_size": 3072,
-    "vocab_size": 151669,
-    "tie_word_embeddings": True,
-    "max_position_embeddings": 32768,
-    "torch_dtype": "bfloat16",
-}
+DECODER = QWEN3_SMALL_DECODER
 # An EmbeddingGemma-shaped Gemma 3 text encoder (the keys colo reads; not any one checkpoint's exact values)
 GEMMA3_TEXT = {
     "architectures": ["Gemma3TextModel"],

@@ -24,21 +24,9 @@ from colo.vllm.process.refusals import batch_limits_refusal, declared_pooling_re
 from colo.vllm.rules import rules_for
 from tests.hub.fixtures import HUB_FILES
 from tests.hub.plugin import HubRun
+from tests.vllm.helpers import QWEN3_SMALL_DECODER
 
-QWEN3_DECODER = {
-    "architectures": ["Qwen3ForCausalLM"],
-    "model_type": "qwen3",
-    "num_hidden_layers": 28,
-    "num_attention_heads": 16,
-    "num_key_value_heads": 8,
-    "head_dim": 128,
-    "hidden_size": 1024,
-    "intermediate_size": 3072,
-    "vocab_size": 151669,
-    "tie_word_embeddings": True,
-    "max_position_embeddings": 32768,
-    "torch_dtype": "bfloat16",
-}
+QWEN3_DECODER = {"architectures": ["Qwen3ForCausalLM"], **QWEN3_SMALL_DECODER}
 MODULES = [
     {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
     {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
