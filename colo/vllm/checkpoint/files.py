@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -115,8 +115,18 @@ def tensor_bytes(headers: list[dict[str, Any]], layers: int, source: str) -> dic
 
 
 def architecture_from_mapping(
-    raw: Mapping[str, Any], model_id: str, source: str, parts: Mapping[str, int] | None = None
+    raw: Mapping[str, Any],
+    model_id: str,
+    source: str,
+    parts: Mapping[str, int] | None = None,
+    *,
+    has: Callable[[str], bool] | None = None,
+    read: Callable[[str], Any] | None = None,
 ) -> ModelArchitecture:
-    """A config.json already read (from S3, say), with tensor bytes by part when headers were read."""
+    """A config.json already read (from S3, say), with tensor bytes by part when headers were read. Where `has` and
+    `read` reach the files beside it (`has` says whether one exists, `read` parses it as JSON; names are relative
+    to the model's root), the sentence-transformers ones give its pooling as a model directory's do."""
     arch = from_config(raw, model_id, source=source)
+    if has is not None and read is not None:
+        arch = with_declared_pooling(arch, *read_declared_pooling(has, read))
     return with_tensor_bytes(arch, parts) if parts else arch

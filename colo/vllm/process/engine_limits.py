@@ -66,8 +66,8 @@ def pooling_chunks(arch: ModelArchitecture, rules: VllmRules) -> bool:
     """Whether vLLM chunks a pooling model's prefills (rules.pooling_chunks): an encoder-only or non-causal model
     never does; else it depends on the pooling the checkpoint's sentence-transformers config declares, as the
     release reads it (release_declared_pooling), or the model class's default (CLASS_POOLING) where it declares
-    none. A catalog model or an S3 prefix whose Pooling config colo did not read takes the class default, as vLLM
-    does without one."""
+    none. A catalog model without `pooling:`, or a checkpoint (local, on the Hub or under an S3 prefix) without a
+    Pooling module, takes the class default, as vLLM does without one."""
     if arch.encoder_only or not arch.is_causal:
         return False
     declared = release_declared_pooling(arch, rules) or ()
