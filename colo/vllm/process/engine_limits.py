@@ -49,6 +49,14 @@ def trained_limit(arch: ModelArchitecture, rules: VllmRules) -> float | None:
     return trained.limit if trained is not None and rules.nomic_context == "trained_positions" else None
 
 
+def position_ceiling(arch: ModelArchitecture, rules: VllmRules) -> int:
+    """The positions the model serves: max_position_embeddings, at most a NomicBertModel's trained length where
+    the release holds max_model_len to it (trained_limit); a longer max_model_len given is refused."""
+    trained = trained_limit(arch, rules)
+    ceiling = arch.max_position_embeddings
+    return ceiling if trained is None else min(ceiling, int(trained))
+
+
 def default_max_model_len(arch: ModelArchitecture, rules: VllmRules) -> int:
     """The max_model_len vLLM runs with where the user gives none: the derived one, at most a NomicBertModel's
     trained length where the release caps it (trained_limit)."""
@@ -162,7 +170,7 @@ def resolve_limits(
     language_model_only: bool = False,
     mm_limits: dict[str, int] | None = None,
 ) -> EngineLimits:
-    model_len = max_model_len or int(derived_max_model_len(arch, rules))  # vLLM's default: the derived length
+    model_len = max_model_len or default_max_model_len(arch, rules)
     # vLLM matches the device name CUDA reports ("NVIDIA A100-SXM4-80GB"); a GPU given by memory has its label.
     defaults = rules.batch_defaults(gpu.device_name or gpu.name, gpu.cuda_total_bytes)
     seqs = max_num_seqs or defaults.max_num_seqs

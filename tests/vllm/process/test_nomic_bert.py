@@ -18,10 +18,11 @@ from typing import Any
 
 import pytest
 
-from colo.vllm import EstimateRequest, estimate
+from colo.vllm import EstimateRefused, EstimateRequest, estimate, position_ceiling
 from colo.vllm.checkpoint.architecture import ArchitectureError, ModelArchitecture
 from colo.vllm.checkpoint.hf_config import from_hf_config
 from colo.vllm.process.weights import estimate_weights
+from colo.vllm.rules import rules_for
 
 CONFIGS = Path(__file__).parents[1] / "checkpoint" / "encoder_configs"
 NAME = "nomic-embed-text-v1.5"
@@ -103,6 +104,34 @@ def test_gelu_builds_the_plain_mlp_and_qkv_proj_bias_a_bias_on_every_linear() ->
     assert estimate_weights(biased, pooling=True).parameters - plain == layers * (5 * h + 2 * inter)
 
 
+@pytest.mark.parametrize("version", CAPPED)
+def test_up_to_0_21_max_model_len_defaults_to_the_trained_length(tmp_path: Path, version: str) -> None:
+    """NomicBertModelConfig: without a user max_model_len, min(max_model_len, max_trained_positions); the rotary
+    cache has max_trained_positions rows in the model dtype."""
+    estimated = _estimate(_model(tmp_path), version)
+    assert estimated.budget.spec.limits.max_model_len == ROWS_TRAINED
+    assert _rotary(estimated) == ROWS_TRAINED * HEAD_DIM * 2
+    shorter = {"sentence_bert_config.json": {"max_seq_length": 512, "do_lower_case": False}}
+    assert _estimate(_model(tmp_path, shorter), version).budget.spec.limits.max_model_len == 512
+
+
+def test_up_to_0_21_a_longer_max_model_len_is_refused(tmp_path: Path) -> None:
+    """A user max_model_len is verified again with max_trained_positions as max_position_embeddings."""
+    model = _model(tmp_path)
+    for version in CAPPED:
+        with pytest.raises(EstimateRefused) as refused:
+            _estimate(model, version, max_model_len=4096)
+        assert (
+            "User-specified max_model_len (4096) is greater than the derived max_model_len "
+            "(max_position_embeddings=2048 or model_max_length=None in model's config.json)"
+        ) in refused.value.message
+        assert "[fix: maxModelLen at most 2048" in refused.value.message
+        allowed = _estimate(model, version, max_model_len=4096, allow_long_max_model_len=True)
+        assert allowed.budget.spec.limits.max_model_len == 4096
+        assert _rotary(allowed) == ROWS_TRAINED * HEAD_DIM * 2  # the cache keeps the trained rows
+        assert _estimate(model, version, max_model_len=1024).budget.spec.limits.max_model_len == 1024
+
+
 def test_up_to_0_21_the_rotary_cache_has_the_trained_rows_whatever_the_length() -> None:
     """rotary_kwargs `max_position: max_trained_positions`, in the model dtype."""
     arch = _arch()
@@ -132,6 +161,12 @@ def test_from_0_22_the_rotary_cache_follows_max_model_len(tmp_path: Path, versio
         EstimateRequest(model=model, vllm_version=version, gpu="L40S", pooling=True, dtype="float32")
     )
     assert _rotary(full) == ROWS_CONFIG * HEAD_DIM * 4
+
+
+def test_the_planner_holds_an_embedding_server_to_the_positions_its_release_serves() -> None:
+    arch = _arch()
+    assert [position_ceiling(arch, rules_for(v)) for v in CAPPED] == [ROWS_TRAINED] * len(CAPPED)
+    assert [position_ceiling(arch, rules_for(v)) for v in BY_LENGTH] == [ROWS_CONFIG] * len(BY_LENGTH)
 
 
 def test_a_config_stating_max_position_embeddings_keeps_it_over_n_positions(tmp_path: Path) -> None:
