@@ -56,6 +56,7 @@ from colo.vllm import (
     named_model,
     plan_gpu,
     plan_group,
+    position_ceiling,
     reranker_refusal,
     resolve_architecture,
     resolve_limits,
@@ -278,7 +279,7 @@ def server_limits(checked: CheckedServer, gpu_spec: GpuSpec, budget: Budget) -> 
     server, arch = checked.spec, checked.arch
     small = ROLES[checked.role].pooling
     max_len = server.max_model_len or (
-        min(budget.embedding_max_model_len, arch.max_position_embeddings) if small else None
+        min(budget.embedding_max_model_len, position_ceiling(arch, checked.rules)) if small else None
     )
     seqs = server.max_num_seqs or (budget.embedding_max_num_seqs if small else None)
     return resolve_limits(

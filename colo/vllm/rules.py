@@ -126,6 +126,10 @@ class VllmRules(_Strict):
     modernbert_rotary_float16: (
         bool  # those caches are float16 whatever the model dtype (else the model dtype)
     )
+    # NomicBertModel (models/config.py::NomicBertModelConfig): trained_positions, max_model_len defaults to at
+    # most its trained length, a longer one given is refused, and the rotary cache has that many rows;
+    # model_len, max_model_len as any model's, and the cache has max_model_len rows
+    nomic_context: Literal["trained_positions", "model_len"]
     # --- the KV budget (docs/vllm-memory-rules.md §1-2)
     # global: kv = total * util - everything held on the device after profiling (other processes included);
     # per_instance: kv = total * util - this process's own growth since its startup snapshot.

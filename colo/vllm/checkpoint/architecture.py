@@ -85,6 +85,17 @@ class ConfigDtypes:
 
 
 @dataclass(frozen=True)
+class TrainedLength:
+    """The length a NomicBertModel was trained to (config.json's max_trained_positions, else 2048), which vLLM
+    0.10.1 - 0.21.0 cap max_model_len at and size its rotary cache by (rules.nomic_context), and the derived
+    length those releases then check a user's max_model_len against: the trained length in place of
+    max_position_embeddings, times the config's RoPE factor (models/config.py::NomicBertModelConfig)."""
+
+    positions: int
+    limit: float
+
+
+@dataclass(frozen=True)
 class ModelArchitecture:
     model_id: str
     architecture: str
@@ -111,11 +122,15 @@ class ModelArchitecture:
     attn_output_gate: bool = False  # q_proj also emits a per-head output gate (Qwen3-Next, Qwen3.5/3.6)
     encoder_only: bool = False
     # An encoder whose attention rotates q and k instead of reading a position-embedding table: vLLM's
-    # bert_with_rope.py classes (the GTE family) or modernbert.py's; get_rope builds its cos/sin caches
+    # bert_with_rope.py classes (the GTE family; NomicBertModel, "nomic_bert", whose cache and length follow
+    # its trained length) or modernbert.py's; get_rope builds its cos/sin caches
     # (colo.vllm.process.weights.rotary_bytes). "none": absolute positions (BERT, RoBERTa), or not an encoder.
-    encoder_rope: Literal["none", "bert_with_rope", "modernbert"] = "none"
+    encoder_rope: Literal["none", "bert_with_rope", "nomic_bert", "modernbert"] = "none"
     gated_encoder_mlp: bool = False  # the encoder's MLP is gated (BertWithRopeGatedMLP, ModernBertMLP's Wi)
     type_vocab_size: int = 0  # a bert_with_rope encoder's token-type embedding rows (none where 0)
+    # NomicBertModel: every linear has a bias where its config's qkv_proj_bias says so (vLLM's config.bias)
+    encoder_linear_bias: bool = False
+    trained_length: TrainedLength | None = None  # NomicBertModel's trained length (None: any other model)
     # The pooling a sentence-transformers checkpoint declares (colo.vllm.checkpoint.pooling); None: it declares
     # none, or colo did not read it, and vLLM takes the model class's default (colo.vllm.process.engine_limits).
     declared_pooling: tuple[str, ...] | None = None

@@ -21,6 +21,7 @@ from colo.vllm.checkpoint.architecture import (
     MlaGeometry,
     ModelArchitecture,
     MoeGeometry,
+    TrainedLength,
     VisionGeometry,
 )
 from colo.vllm.checkpoint.config_defaults import with_class_defaults
@@ -47,9 +48,24 @@ ENCODER_ARCHITECTURES = {
 # register reaches its Transformers backend, if anything)
 ENCODER_ONLY_NAMES = ("Roberta", "Bert", "XLMRoberta")
 # Encoders whose attention rotates q and k (no position-embedding table), by the vLLM module that builds them.
-# NomicBertModel (bert_with_rope.py too) is left out: its config names its geometry n_embd / n_layer, which colo
-# does not read, and vLLM sizes its rotary cache by max_model_len (config.py::NomicBertModelConfig).
+# NomicBertModel is a bert_with_rope.py class too, read apart (NOMIC_BERT): its config has GPT-2 style keys and
+# vLLM sizes its rotary cache and its max_model_len by release (models/config.py::NomicBertModelConfig).
 BERT_WITH_ROPE_ARCHITECTURES = ("GteModel", "GteNewModel", "GteNewForSequenceClassification")
+NOMIC_BERT = "NomicBertModel"
+# The checkpoint's NomicBertConfig (the remote code its auto_map names, configuration_hf_nomic_bert.py, which
+# vLLM loads under --trust-remote-code) subclasses transformers' GPT2Config, whose attribute_map makes each of
+# these names the GPT-2 key beside it: one attribute. A config.json stating both keeps the value of the name on
+# the left: GPT2Config.__init__ sets its own n_* arguments, then PretrainedConfig.__init__ the file's other keys.
+GPT2_ATTRIBUTE_MAP = {
+    "hidden_size": "n_embd",
+    "max_position_embeddings": "n_positions",
+    "num_attention_heads": "n_head",
+    "num_hidden_layers": "n_layer",
+}
+GPT2_DEFAULT_POSITIONS = 1024  # GPT2Config.__init__: n_positions=1024
+# NomicBertConfig.__init__'s defaults for the keys vLLM reads (the remote configuration_hf_nomic_bert.py)
+NOMIC_DEFAULTS = {"rotary_emb_fraction": 0.0, "qkv_proj_bias": True, "type_vocab_size": 2}
+NOMIC_TRAINED_POSITIONS = 2048  # NomicBertModelConfig: getattr(config, "max_trained_positions", 2048)
 MODERNBERT_ARCHITECTURES = (
     "ModernBertModel",
     "ModernBertForSequenceClassification",
@@ -72,6 +88,7 @@ class HfConfig:
     @classmethod
     def of(cls, raw: Mapping[str, Any]) -> HfConfig:
         """The decoder's part with the keys it omits filled as transformers' config class fills them."""
+        raw = nomic_bert_keys(raw)
         text = raw.get("text_config")
         if text:
             return cls(raw, with_class_defaults(text))
@@ -82,6 +99,26 @@ class HfConfig:
     def architecture(self) -> str:
         names = list(self.top.get("architectures") or self.text.get("architectures") or ["unknown"])
         return str(names[0])
+
+
+def nomic_bert_keys(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A NomicBertModel config.json with the names vLLM reads its geometry by (vllm 0.10.1 - 0.34.0
+    model_executor/models/config.py::NomicBertModelConfig.verify_and_update_config, from 0.14.0
+    verify_and_update_model_config): GPT2Config's attribute_map (hidden_size, num_attention_heads,
+    num_hidden_layers, max_position_embeddings, the last read as n_positions too), and `intermediate_size =
+    config.n_inner`. Any other config as it is."""
+    names = raw.get("architectures") or ()
+    if not names or names[0] != NOMIC_BERT:
+        return raw
+    keys = {**NOMIC_DEFAULTS, **raw}
+    for name, gpt2 in GPT2_ATTRIBUTE_MAP.items():
+        if name not in raw and gpt2 in raw:
+            keys[name] = raw[gpt2]
+    keys.setdefault("max_position_embeddings", GPT2_DEFAULT_POSITIONS)
+    keys["n_positions"] = keys["max_position_embeddings"]
+    if raw.get("n_inner") is not None:
+        keys["intermediate_size"] = raw["n_inner"]
+    return keys
 
 
 @dataclass(frozen=True)
@@ -169,11 +206,13 @@ class EncoderGeometry:
     """What an encoder's class builds beyond the decoder-shaped layers colo counts: its position scheme, a gated
     MLP, token-type rows, and the rotary caches of a rope encoder."""
 
-    rope: Literal["none", "bert_with_rope", "modernbert"] = "none"
+    rope: Literal["none", "bert_with_rope", "nomic_bert", "modernbert"] = "none"
     gated_mlp: bool = False
     type_vocab_size: int = 0
     rotary_dim: int | None = None  # None: the decoder's reading
     rotary_rows: tuple[int, ...] = ()  # empty: the decoder's reading
+    linear_bias: bool = False
+    trained_length: TrainedLength | None = None
 
 
 def _modernbert_thetas(cfg: Mapping[str, Any], layers: int) -> int:
@@ -210,6 +249,8 @@ def encoder_geometry(config: HfConfig, dims: Dimensions, encoder_only: bool) -> 
             type_vocab_size=int(cfg.get("type_vocab_size") or 0),
             rotary_dim=int(cfg.get("rotary_emb_dim") or dims.head_dim),
         )
+    if name == NOMIC_BERT:
+        return nomic_bert_geometry(cfg, dims)
     if name in MODERNBERT_ARCHITECTURES:
         thetas = _modernbert_thetas(cfg, dims.num_layers)
         return EncoderGeometry(
@@ -219,6 +260,31 @@ def encoder_geometry(config: HfConfig, dims: Dimensions, encoder_only: bool) -> 
             rotary_rows=(dims.max_position_embeddings,) * thetas,
         )
     return EncoderGeometry()
+
+
+def nomic_bert_geometry(cfg: Mapping[str, Any], dims: Dimensions) -> EncoderGeometry:
+    """NomicBertModel (vllm 0.10.1 - 0.34.0 models/bert_with_rope.py, a BertWithRope; models/config.py::
+    NomicBertModelConfig): no position table, token types as in the GTE family; activation_function swiglu
+    becomes silu and so BertWithRopeGatedMLP (gelu: the plain BertWithRopeMLP); `config.bias = qkv_proj_bias`
+    (asserted equal to both MLP biases) on every linear; one rotary cache, rotary_emb_fraction x head_dim wide
+    (0.10.1 - 0.12.0 `rotary_dim`, 0.13.0+ the partial_rotary_factor vLLM reads from rotary_emb_fraction), of
+    max_trained_positions rows up to 0.21.0 (`max_position: max_trained_positions`, under the config's rope
+    scaling) and max_model_len rows from 0.22.0 (colo.vllm.process.weights.encoder_rotary_caches). Its Mixture-
+    of-Experts layers (NomicMoE, every moe_every_n_layers-th: nomic-embed-text-v2-moe) are not sized."""
+    if int(cfg.get("moe_every_n_layers") or 0) > 0:
+        raise ArchitectureError(
+            "config.json sets moe_every_n_layers: colo does not size NomicBertModel's Mixture-of-Experts layers"
+        )
+    trained = int(cfg.get("max_trained_positions") or NOMIC_TRAINED_POSITIONS)
+    return EncoderGeometry(
+        rope="nomic_bert",
+        gated_mlp=cfg.get("activation_function") == "swiglu",
+        type_vocab_size=int(cfg.get("type_vocab_size") or 0),
+        rotary_dim=int(dims.head_dim * float(cfg.get("rotary_emb_fraction") or 0.0)),
+        rotary_rows=(scaled_cache_rows(cfg, trained),),
+        linear_bias=bool(cfg.get("qkv_proj_bias")),
+        trained_length=TrainedLength(trained, _rope_factor(cfg, trained)),
+    )
 
 
 def is_causal(config: HfConfig) -> bool:
@@ -297,18 +363,22 @@ YARN_ROPE_TYPES = ("yarn", "deepseek_yarn")
 LOCAL_ROPE_MODEL_TYPES = ("gemma3_text",)
 
 
-def rotary_cache_rows(config: HfConfig, max_position: int, kinds: LayerKinds) -> tuple[int, ...]:
-    """Rows of each distinct cos/sin cache vLLM's get_rope builds for the decoder."""
-    cfg = config.text
+def scaled_cache_rows(cfg: Mapping[str, Any], max_position: int) -> int:
+    """Rows of the cos/sin cache get_rope builds for `max_position` under the config's rope_scaling."""
     scaling = cfg.get("rope_scaling")
     rope: Mapping[str, Any] = scaling if isinstance(scaling, Mapping) else {}
     kind, factor = rope.get("rope_type") or rope.get("type"), float(rope.get("factor") or 1.0)
     if kind in SCALED_CACHE_ROPE_TYPES:
-        rows = int(max_position * factor)
-    elif kind in YARN_ROPE_TYPES:
-        rows = int(int(rope.get("original_max_position_embeddings") or max_position) * factor)
-    else:
-        rows = max_position
+        return int(max_position * factor)
+    if kind in YARN_ROPE_TYPES:
+        return int(int(rope.get("original_max_position_embeddings") or max_position) * factor)
+    return max_position
+
+
+def rotary_cache_rows(config: HfConfig, max_position: int, kinds: LayerKinds) -> tuple[int, ...]:
+    """Rows of each distinct cos/sin cache vLLM's get_rope builds for the decoder."""
+    cfg = config.text
+    rows = scaled_cache_rows(cfg, max_position)
     local = kinds.sliding > 0 and cfg.get("model_type") in LOCAL_ROPE_MODEL_TYPES
     return (rows, max_position) if local else (rows,)
 
@@ -644,6 +714,8 @@ def from_hf_config(
         encoder_rope=encoder.rope,
         gated_encoder_mlp=encoder.gated_mlp,
         type_vocab_size=encoder.type_vocab_size,
+        encoder_linear_bias=encoder.linear_bias,
+        trained_length=encoder.trained_length,
         is_causal=is_causal(config),
         full_attention_layers=0 if encoder_only else kinds.full,
         sliding_attention_layers=kinds.sliding,
@@ -660,7 +732,7 @@ def from_hf_config(
         vision=vision_geometry(config, dims.hidden_size, side_files),
         audio_tower=isinstance(config.top.get("audio_config"), Mapping),
         mm_prefix_lm=mm_prefix_lm(config),
-        rotary_dim=encoder.rotary_dim or attention.rotary_dim,
+        rotary_dim=attention.rotary_dim if encoder.rotary_dim is None else encoder.rotary_dim,
         rotary_cache_rows=encoder.rotary_rows
         or rotary_cache_rows(config, dims.max_position_embeddings, kinds),
         mrope=uses_mrope(config),

@@ -525,6 +525,7 @@ def size_process(spec: ProcessSpec, *, free_before_bytes: int | None = None) -> 
         gpu=spec.gpu,
         vllm_version=spec.vllm_version,
         stage=spec.stage,
+        max_model_len=spec.limits.max_model_len,
     ).bytes
     peak = _activation(spec, consts)
     activation = peak.peak_bytes

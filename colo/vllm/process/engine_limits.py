@@ -40,6 +40,33 @@ def derived_max_model_len(arch: ModelArchitecture, rules: VllmRules) -> float:
     return arch.max_model_len_limit
 
 
+def trained_limit(arch: ModelArchitecture, rules: VllmRules) -> float | None:
+    """A NomicBertModel's trained length (times the config's RoPE factor) where the release holds max_model_len
+    to it, None elsewhere: vllm 0.10.1 - 0.21.0 models/config.py::NomicBertModelConfig lowers a max_model_len
+    left unset to `min(max_model_len, max_trained_positions)`, and verifies a user's one again with
+    max_trained_positions in place of max_position_embeddings (rules.nomic_context)."""
+    trained = arch.trained_length
+    return trained.limit if trained is not None and rules.nomic_context == "trained_positions" else None
+
+
+def position_ceiling(arch: ModelArchitecture, rules: VllmRules) -> int:
+    """The positions the model serves: max_position_embeddings, at most a NomicBertModel's trained length where
+    the release holds max_model_len to it (trained_limit); a longer max_model_len given is refused."""
+    trained = trained_limit(arch, rules)
+    ceiling = arch.max_position_embeddings
+    return ceiling if trained is None else min(ceiling, int(trained))
+
+
+def default_max_model_len(arch: ModelArchitecture, rules: VllmRules) -> int:
+    """The max_model_len vLLM runs with where the user gives none: the derived one, at most a NomicBertModel's
+    trained length where the release caps it (trained_limit)."""
+    derived = int(derived_max_model_len(arch, rules))
+    trained = arch.trained_length
+    if trained is not None and trained_limit(arch, rules) is not None:
+        return min(derived, trained.positions)
+    return derived
+
+
 # Decoder pooling classes whose default pooling is not LAST (every other class: LAST, interfaces_base.py's
 # VllmModelForPooling), as vLLM's @default_pooling_type sets it: the one pooling type up to 0.13.0, then the
 # (sequence, token) pair (0.14.0 - 0.34.0). vllm 0.10.1 - 0.13.0 qwen2_rm.py, internlm2.py, gritlm.py (0.11.0+);
@@ -143,7 +170,7 @@ def resolve_limits(
     language_model_only: bool = False,
     mm_limits: dict[str, int] | None = None,
 ) -> EngineLimits:
-    model_len = max_model_len or int(derived_max_model_len(arch, rules))  # vLLM's default: the derived length
+    model_len = max_model_len or default_max_model_len(arch, rules)
     # vLLM matches the device name CUDA reports ("NVIDIA A100-SXM4-80GB"); a GPU given by memory has its label.
     defaults = rules.batch_defaults(gpu.device_name or gpu.name, gpu.cuda_total_bytes)
     seqs = max_num_seqs or defaults.max_num_seqs

@@ -17,7 +17,7 @@ from colo.vllm.architectures import architecture_refusal
 from colo.vllm.checkpoint.architecture import ModelArchitecture
 from colo.vllm.checkpoint.pooling import KNOWN_POOLING, release_declared_pooling
 from colo.vllm.process.attention_type import bidirectional_failure
-from colo.vllm.process.engine_limits import EngineLimits, derived_max_model_len
+from colo.vllm.process.engine_limits import EngineLimits, derived_max_model_len, trained_limit
 from colo.vllm.process.engine_select import v0_fallback_features, v0_fallback_message
 from colo.vllm.process.model_dtype import dtype_refusals
 from colo.vllm.rules import (
@@ -58,19 +58,24 @@ def max_model_len_refusal(
     rules: VllmRules, arch: ModelArchitecture, settings: ServerSettings
 ) -> Refusal | None:
     """`_get_and_verify_max_len` (vllm 0.8.0 config.py .. 0.33.0 config/model.py): a user max_model_len above
-    the derived one is refused unless the config's model_max_length allows it or the override is set."""
+    the derived one is refused unless the config's model_max_length allows it or the override is set. A
+    NomicBertModel's releases up to 0.21.0 then verify it again against its trained length (trained_limit)."""
     wanted = settings.max_model_len
-    limit = derived_max_model_len(
-        arch, rules
-    )  # an int, or a float after a RoPE factor (vLLM prints 131072.0)
-    if wanted is None or wanted <= limit or settings.allow_long_max_model_len:
+    if wanted is None or settings.allow_long_max_model_len:
         return None
     if arch.model_max_length is not None and wanted <= arch.model_max_length:
         return None
+    # an int, or a float after a RoPE factor (vLLM prints 131072.0)
+    limits = [(arch.max_model_len_key, derived_max_model_len(arch, rules))]
+    if (trained := trained_limit(arch, rules)) is not None:
+        limits.append(("max_position_embeddings", trained))
+    over = next(((key, limit) for key, limit in limits if wanted > limit), None)
+    if over is None:
+        return None
+    key, limit = over
     msg = (
         f"User-specified max_model_len ({wanted}) is greater than the derived max_model_len "
-        f"({arch.max_model_len_key}={limit} or model_max_length={arch.model_max_length} in model's "
-        f"config.json)."
+        f"({key}={limit} or model_max_length={arch.model_max_length} in model's config.json)."
     )
     if rules.max_model_len_error == "0.8.0":
         text = (
@@ -86,8 +91,8 @@ def max_model_len_refusal(
         )
     return Refusal(
         "maxModelLen",
-        f"ValueError: {text} [fix: maxModelLen at most {int(limit)}, or allowLongMaxModelLen: true if the "
-        f"model really handles longer inputs]",
+        f"ValueError: {text} [fix: maxModelLen at most {int(min(lim for _, lim in limits))}, or "
+        f"allowLongMaxModelLen: true if the model really handles longer inputs]",
     )
 
 

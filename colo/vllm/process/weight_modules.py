@@ -245,15 +245,22 @@ def _encoder_tensors(inv: Inventory, arch: ModelArchitecture, tp: int) -> None:
     embedding norm, and every layer's biases and norms. bert_with_rope (vllm 0.22.0 models/bert_with_rope.py::
     BertWithRopeEmbedding: no position table; token types a VocabParallelEmbedding, padded like the vocabulary):
     the token types, the embedding norm, and every layer's qkv, output and down biases and its two norms
-    (GteNewModel.__init__ drops gate_up_proj's bias). ModernBERT (models/modernbert.py): the embedding norm only."""
+    (GteNewModel.__init__ drops gate_up_proj's bias). NomicBertModel, a BertWithRope too: the same without
+    biases, or with every linear's, the MLP's gate_up or up included, where its config's qkv_proj_bias is set
+    (`bias=config.bias`). ModernBERT (models/modernbert.py): the embedding norm only."""
     h = arch.hidden_size
     if arch.encoder_rope == "none":
         inv.tensors("embedding", (arch.max_position_embeddings + 2) * h + 4 * h, "replicated", tp)
         inv.tensors("small_tensors", arch.num_layers * (arch.intermediate_size + 9 * h), "replicated", tp)
-    elif arch.encoder_rope == "bert_with_rope":
+    elif arch.encoder_rope in ("bert_with_rope", "nomic_bert"):
         types = arch.type_vocab_size
         inv.dense.append(DenseTensors("embedding", padded_vocab(types) * h if types else 0, types * h))
-        inv.tensors("small_tensors", 2 * h + arch.num_layers * 9 * h, "replicated", tp)
+        gte = arch.encoder_rope == "bert_with_rope"
+        inv.tensors("small_tensors", 2 * h + arch.num_layers * (9 if gte else 4) * h, "replicated", tp)
+        if arch.encoder_linear_bias and not gte:  # qkv and gate_up / up split, out_proj and down_proj not
+            mlp = (2 if arch.gated_encoder_mlp else 1) * arch.intermediate_size
+            inv.tensors("small_tensors", arch.num_layers * (3 * h + mlp), "column", tp)
+            inv.tensors("small_tensors", arch.num_layers * 2 * h, "replicated", tp)
     else:
         inv.tensors("small_tensors", h, "replicated", tp)
 

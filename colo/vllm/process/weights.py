@@ -24,6 +24,7 @@ from colo.vllm.checkpoint.quant_matching import module_format
 from colo.vllm.checkpoint.quant_methods import ResolvedQuantization, log_informed, resolve_quantization
 from colo.vllm.checkpoint.quantization import UNQUANTIZED, WeightFormat
 from colo.vllm.process.allocator import block_overhead
+from colo.vllm.process.engine_limits import default_max_model_len
 from colo.vllm.process.pipeline import Stage
 from colo.vllm.process.quant_bytes import Layout, linear_checkpoint_bytes, linear_gpu_bytes
 from colo.vllm.process.weight_modules import (
@@ -34,7 +35,7 @@ from colo.vllm.process.weight_modules import (
     mtp_inventory,
     vision_tensor_sizes,
 )
-from colo.vllm.rules import rules_for, supported_range
+from colo.vllm.rules import VllmRules, rules_for, supported_range
 
 PARTS = (
     "embedding",
@@ -286,19 +287,22 @@ def _resolved(
     )
 
 
-def rotary_bytes(arch: ModelArchitecture, vllm_version: str | None) -> int:
+def rotary_bytes(arch: ModelArchitecture, vllm_version: str | None, max_model_len: int | None = None) -> int:
     """The cos/sin caches `get_rope` leaves on the device. An M-RoPE cache holds the release's positions factor
     times max_position_embeddings rows (`vllm 0.22.0 model_executor/layers/rotary_embedding/mrope.py::
     MRotaryEmbedding.__init__`: `cache_max_position_num = max_position_embeddings * 4`; 0.32+ the Qwen3 model
-    files pass 1, rules.yaml `mrope_cache_factor_qwen3`)."""
-    return sum(rotary_caches(arch, vllm_version))
+    files pass 1, rules.yaml `mrope_cache_factor_qwen3`). `max_model_len`: the engine's, where a cache is sized
+    by it (None: vLLM's default)."""
+    return sum(rotary_caches(arch, vllm_version, max_model_len))
 
 
-def rotary_caches(arch: ModelArchitecture, vllm_version: str | None) -> tuple[int, ...]:
+def rotary_caches(
+    arch: ModelArchitecture, vllm_version: str | None, max_model_len: int | None = None
+) -> tuple[int, ...]:
     """The rotary caches as the allocator sees them (colo.vllm.process.allocator): an encoder's one by one, a
     decoder's as one tensor of their total."""
     if arch.encoder_only:
-        return encoder_rotary_caches(arch, vllm_version)
+        return encoder_rotary_caches(arch, vllm_version, max_model_len)
     if not arch.mrope:
         return (arch.rotary_cache_bytes,)
     rules = rules_for(vllm_version or supported_range()[1])
@@ -307,22 +311,38 @@ def rotary_caches(arch: ModelArchitecture, vllm_version: str | None) -> tuple[in
     return (arch.rotary_cache_bytes * factor,)
 
 
-def encoder_rotary_caches(arch: ModelArchitecture, vllm_version: str | None) -> tuple[int, ...]:
+def encoder_rotary_caches(
+    arch: ModelArchitecture, vllm_version: str | None, max_model_len: int | None = None
+) -> tuple[int, ...]:
     """An encoder's cos/sin caches: none with absolute positions (BERT, RoBERTa: no rotary embedding at all).
     A bert_with_rope encoder (GTE) holds one, of max_position_embeddings rows in the model dtype (vllm 0.9.0 -
     0.34.0 models/bert_with_rope.py::BertWithRopeAttention.__init__: `get_rope(**rotary_kwargs)`, the same
-    arguments in every layer, so get_rope's cache hands every layer the same module). ModernBERT's are
+    arguments in every layer, so get_rope's cache hands every layer the same module). NomicBertModel's one has
+    its trained length's rows up to 0.21.0 and max_model_len's (`max_model_len`, None: vLLM's default) from
+    0.22.0 (rules.yaml nomic_context), rotary_emb_fraction x head_dim wide. ModernBERT's are
     max_position_embeddings x head_dim, one per layer or per distinct theta, in float16 or the model dtype by
     release (rules.yaml modernbert_rotary_caches, modernbert_rotary_float16)."""
     if arch.encoder_rope == "bert_with_rope":
         return (arch.rotary_cache_bytes,)
-    if arch.encoder_rope != "modernbert":
+    if arch.encoder_rope not in ("nomic_bert", "modernbert"):
         return ()
     rules = rules_for(vllm_version or supported_range()[1])
+    if arch.encoder_rope == "nomic_bert":
+        return (nomic_rotary_rows(arch, rules, max_model_len) * (arch.rotary_dim or 0) * arch.dtype_bytes,)
     element = 2 if rules.modernbert_rotary_float16 else arch.dtype_bytes
     per_layer = rules.modernbert_rotary_caches == "per_layer"
     rows = (arch.max_position_embeddings,) * arch.num_layers if per_layer else arch.rotary_cache_rows
     return tuple(count * arch.head_dim * element for count in rows)
+
+
+def nomic_rotary_rows(arch: ModelArchitecture, rules: VllmRules, max_model_len: int | None) -> int:
+    """Rows of NomicBertModel's cos/sin cache: get_rope's max_position is max_trained_positions up to 0.21.0
+    (arch.rotary_cache_rows, under the config's rope scaling), the engine's max_model_len from 0.22.0 (vllm
+    0.22.0 models/config.py::NomicBertModelConfig.verify_and_update_model_config; the default rope and dynamic
+    NTK, the context extension it passes max_trained_positions for, keep max_position rows)."""
+    if rules.nomic_context == "trained_positions":
+        return sum(arch.rotary_cache_rows)
+    return max_model_len or default_max_model_len(arch, rules)
 
 
 def _skipped_checkpoint_parts(
@@ -377,17 +397,28 @@ def estimate_weights(
     gpu: GpuSpec | None = None,
     vllm_version: str | None = None,
     stage: Stage | None = None,
+    max_model_len: int | None = None,
 ) -> WeightEstimate:
     """Bytes on one of `tensor_parallel_size` ranks after loading, for `vllm_version` (None: the newest colo
     knows) on `gpu` (None: one with native FP8). Rotary caches are included; transient load-time copies are not.
     `load_vision` False: the vision tower is not built (--language-model-only, or no image or video allowed).
-    `stage`: one pipeline stage's layers, embedding and head (None: the whole model).
+    `stage`: one pipeline stage's layers, embedding and head (None: the whole model). `max_model_len`: the
+    engine's, read only where a rotary cache is sized by it (NomicBertModel from 0.22.0; None: vLLM's default).
 
     The figure depends on the GPU only through its compute capability; the planner sizes one process many
     times while it searches utilizations (and `colo pack` many pairs), so equal questions are answered once."""
     capability = gpu.compute_capability if gpu else None
+    length = max_model_len if arch.encoder_rope == "nomic_bert" else None  # one cache entry for the others
     return _estimate(
-        _ArchKey(arch), pooling, load_mtp, load_vision, tensor_parallel_size, capability, vllm_version, stage
+        _ArchKey(arch),
+        pooling,
+        load_mtp,
+        load_vision,
+        tensor_parallel_size,
+        capability,
+        vllm_version,
+        stage,
+        length,
     )
 
 
@@ -432,6 +463,7 @@ def _estimate(
     gpu_capability: tuple[int, int] | None,
     vllm_version: str | None,
     stage: Stage | None,
+    max_model_len: int | None,
 ) -> WeightEstimate:
     arch = with_stored_width(key.arch)
     resolved = _resolved(arch, gpu_capability, vllm_version)
@@ -453,7 +485,7 @@ def _estimate(
             pooling,
             load_mtp,
             stage,
-            rotary_caches(arch, vllm_version),
+            rotary_caches(arch, vllm_version, max_model_len),
         )
     # The tower's file bytes are read but never loaded: by part where headers were read, else by geometry.
     text_only = replace(arch, vision_parameters=0)
@@ -473,7 +505,7 @@ def _estimate(
         pooling,
         load_mtp,
         stage,
-        rotary_caches(arch, vllm_version),
+        rotary_caches(arch, vllm_version, max_model_len),
     )
 
 
