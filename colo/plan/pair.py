@@ -339,6 +339,7 @@ def process_spec(
         mm_limits=tuple(sorted((server.limit_mm_per_prompt or {}).items())),
         skip_mm_profiling=server.skip_mm_profiling,
         flashinfer_installed=server.vllm.sampler_flashinfer,
+        flashinfer_in_image=server.vllm.flashinfer_installed,
         torch_release=server.vllm.torch_release,
         tensor_parallel_size=server.tensor_parallel_size,
         nvswitch=links.nvswitch,

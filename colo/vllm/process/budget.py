@@ -86,8 +86,11 @@ class ProcessSpec:
     gpu_memory_utilization: float | None = None
     kv_cache_memory_bytes: int | None = None
     tensor_parallel_size: int = 1
-    # official images ship FlashInfer; a plain pip install before 0.14 does not
+    # official images ship FlashInfer; a plain pip install before 0.14 does not. The sampler's path: False also
+    # where the server turns the FlashInfer sampler off
     flashinfer_installed: bool = True
+    # the image carries FlashInfer, whatever the sampler takes: Hopper's block-FP8 GEMM (colo.vllm.process.cudagraph)
+    flashinfer_in_image: bool = True
     # the build's PyTorch ("2.11.0+cu130"): its libraries' non-torch state is measured per build (None: unknown)
     torch_release: str | None = None
     # --enable-prefix-caching as the server sets it (None: the release's default), for recurrent-state pages
@@ -465,6 +468,7 @@ def _graphs(spec: ProcessSpec, consts: MeasuredConstants) -> GraphPlan:
         tensor_parallel_size=spec.tensor_parallel_size,
         v2_runner=spec.v2_model_runner,
         vllm_version=spec.vllm_version,
+        flashinfer=spec.flashinfer_in_image,
         # models without a KV cache skip determine_available_memory, and with it the graph profile (§9)
         profiled=graph_profile_blocks(spec) > 0 and geometry_for(spec) is not None,
     )
