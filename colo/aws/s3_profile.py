@@ -1,6 +1,8 @@
-"""A model's architecture from an S3 prefix: config.json, exact weight bytes from safetensors headers, and the
-pooling its sentence-transformers files declare (modules.json, the Pooling module's config.json), read as from a
-local model directory, which is what the weight sync makes of the prefix and what vLLM then reads.
+"""A model's architecture from an S3 prefix: config.json, exact weight bytes from safetensors headers, and the files
+vLLM reads beside config.json where the checkpoint has them (colo.vllm.checkpoint.files.SIDE_FILES: the quantization
+blocks, sentence_bert_config.json, preprocessor_config.json; and the sentence-transformers pooling: modules.json, the
+Pooling module's config.json), read as from a local model directory, which is what the weight sync makes of the
+prefix and what vLLM then reads.
 
 Only ranged GETs touch the checkpoint: 8 bytes for each file's header length, then the header itself.
 A 70 GB model costs a few hundred kilobytes of reads.
@@ -111,7 +113,7 @@ def read_s3_profile(uri: str, model_id: str, *, s3: Any = None) -> ModelArchitec
         raw = parse_config_json(files.small(CONFIG_FILE))
         files.list_files()
         parts = tensor_bytes_by_part(files.headers())
-        # modules.json and the Pooling module's config.json, where the checkpoint has them
+        # the side files and the sentence-transformers pooling, where the checkpoint has them
         return architecture_from_mapping(
             raw, model_id, f"s3://{where.bucket}/{config_key}", parts, has=files.has, read=files.read
         )

@@ -11,7 +11,7 @@ from typing import Any
 from colo.files import MIB, decode_utf8, read_bounded
 from colo.vllm.checkpoint.architecture import ArchitectureError, ModelArchitecture
 from colo.vllm.checkpoint.hf_config import from_hf_config
-from colo.vllm.checkpoint.pooling import DeclaredPooling, read_declared_pooling
+from colo.vllm.checkpoint.pooling import read_declared_pooling
 from colo.vllm.checkpoint.safetensors import read_index, read_local_headers, tensor_bytes_by_part
 
 MAX_CONFIG_BYTES = 4 * MIB  # config.json files of real checkpoints are tens of kilobytes
@@ -63,12 +63,19 @@ def with_tensor_bytes(arch: ModelArchitecture, parts: Mapping[str, int]) -> Mode
     return replace(arch, checkpoint_bytes=sum(parts.values()), checkpoint_bytes_by_part=dict(parts))
 
 
-def _side_files(directory: Path) -> dict[str, Any]:
-    return {
-        name: parse_config_json(read_bounded(directory / name, MAX_CONFIG_BYTES))
-        for name in SIDE_FILES
-        if (directory / name).exists()
-    }
+def read_side_files(has: Callable[[str], bool], read: Callable[[str], Any]) -> dict[str, Any]:
+    """The SIDE_FILES a checkpoint has, parsed: `has` says whether one exists beside config.json, `read` parses it
+    as JSON. Every source (a model directory, the Hub, an S3 prefix) reads them through this, so the same files
+    give the same architecture wherever they lie."""
+    return {name: read(name) for name in SIDE_FILES if has(name)}
+
+
+def _local_has(directory: Path) -> Callable[[str], bool]:
+    return lambda name: (directory / name).is_file()
+
+
+def _local_read(directory: Path) -> Callable[[str], Any]:
+    return lambda name: parse_config_json(read_bounded(directory / name, MAX_CONFIG_BYTES))
 
 
 def with_declared_pooling(
@@ -81,20 +88,14 @@ def with_declared_pooling(
     return replace(arch, declared_pooling=pooling, declared_pooling_mode_string=mode_string)
 
 
-def _local_pooling(directory: Path) -> DeclaredPooling:
-    return read_declared_pooling(
-        lambda name: (directory / name).is_file(),
-        lambda name: parse_config_json(read_bounded(directory / name, MAX_CONFIG_BYTES)),
-    )
-
-
 def architecture_from_path(path: Path, model_id: str) -> ModelArchitecture:
     """A config.json file, or a model directory holding config.json (and *.safetensors for exact bytes); the
     sentence-transformers files beside it (modules.json, the Pooling module's config.json) give its pooling."""
     config_file = path / "config.json" if path.is_dir() else path
     raw = parse_config_json(read_bounded(config_file, MAX_CONFIG_BYTES))
-    arch = from_config(raw, model_id, str(config_file), _side_files(config_file.parent))
-    arch = with_declared_pooling(arch, *_local_pooling(config_file.parent))
+    has, read = _local_has(config_file.parent), _local_read(config_file.parent)
+    arch = from_config(raw, model_id, str(config_file), read_side_files(has, read))
+    arch = with_declared_pooling(arch, *read_declared_pooling(has, read))
     if not path.is_dir():
         return arch
     headers = read_local_headers(path)
@@ -125,8 +126,11 @@ def architecture_from_mapping(
 ) -> ModelArchitecture:
     """A config.json already read (from S3, say), with tensor bytes by part when headers were read. Where `has` and
     `read` reach the files beside it (`has` says whether one exists, `read` parses it as JSON; names are relative
-    to the model's root), the sentence-transformers ones give its pooling as a model directory's do."""
-    arch = from_config(raw, model_id, source=source)
-    if has is not None and read is not None:
+    to the model's root), they are read as a model directory's are: the SIDE_FILES (quantization blocks,
+    sentence_bert_config.json, preprocessor_config.json) and the sentence-transformers pooling."""
+    if has is None or read is None:
+        arch = from_config(raw, model_id, source=source)
+    else:
+        arch = from_config(raw, model_id, source, read_side_files(has, read))
         arch = with_declared_pooling(arch, *read_declared_pooling(has, read))
     return with_tensor_bytes(arch, parts) if parts else arch
