@@ -51,6 +51,7 @@ from colo.vllm import (
     VllmRules,
     architecture_from_path,
     batch_limits_refusal,
+    default_max_model_len,
     gpu_as_client,
     kv_cache_memory_bytes_missing,
     named_model,
@@ -278,8 +279,16 @@ def server_limits(checked: CheckedServer, gpu_spec: GpuSpec, budget: Budget) -> 
     else vLLM's defaults."""
     server, arch = checked.spec, checked.arch
     small = ROLES[checked.role].pooling
+    # a companion's default length stays within what vLLM derives (a sentence-transformers max_seq_length
+    # included): vLLM refuses a longer --max-model-len at startup (refusals.max_model_len_refusal)
     max_len = server.max_model_len or (
-        min(budget.embedding_max_model_len, position_ceiling(arch, checked.rules)) if small else None
+        min(
+            budget.embedding_max_model_len,
+            position_ceiling(arch, checked.rules),
+            default_max_model_len(arch, checked.rules),
+        )
+        if small
+        else None
     )
     seqs = server.max_num_seqs or (budget.embedding_max_num_seqs if small else None)
     return resolve_limits(

@@ -138,6 +138,20 @@ def test_an_s3_prefix_with_sentence_bert_config_caps_max_model_len_as_locally(
     )  # without it: no cap
 
 
+def test_an_embedding_left_without_max_model_len_gets_its_sentence_transformers_length_not_one_vllm_refuses(
+    s3: Any, tmp_path: Path
+) -> None:
+    """colo's companion default (8192) would exceed the derived 512 and vLLM would refuse it at startup; the
+    plan runs the embedding at the length vLLM derives instead, from either place."""
+    capped = _agree(
+        s3, tmp_path / "c", "embedding", EMBEDDER, _files(EMBEDDER, sentence_bert_config=BERT_CONFIG)
+    )
+    assert capped.memory_plan.budget.spec.limits.max_model_len == 512
+    assert capped.args[capped.args.index("--max-model-len") + 1] == "512"
+    uncapped = _agree(s3, tmp_path / "u", "embedding", EMBEDDER, _files(EMBEDDER))
+    assert uncapped.memory_plan.budget.spec.limits.max_model_len == 8192  # the companion default
+
+
 def test_an_s3_prefix_with_preprocessor_config_profiles_the_image_it_names(s3: Any, tmp_path: Path) -> None:
     model = "google/gemma-3-4b-it"
     files = {
