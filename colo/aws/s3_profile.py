@@ -1,8 +1,8 @@
 """A model's architecture from an S3 prefix: config.json, exact weight bytes from safetensors headers, and the files
 vLLM reads beside config.json where the checkpoint has them (colo.vllm.checkpoint.files.SIDE_FILES: the quantization
-blocks, sentence_bert_config.json, preprocessor_config.json; and the sentence-transformers pooling: modules.json, the
-Pooling module's config.json), read as from a local model directory, which is what the weight sync makes of the
-prefix and what vLLM then reads.
+blocks, sentence_bert_config.json, preprocessor_config.json, video_preprocessor_config.json; and the
+sentence-transformers pooling: modules.json, the Pooling module's config.json), read as from a local model
+directory, which is what the weight sync makes of the prefix and what vLLM then reads.
 
 Only ranged GETs touch the checkpoint: 8 bytes for each file's header length, then the header itself.
 A 70 GB model costs a few hundred kilobytes of reads.

@@ -2,8 +2,8 @@
 the local model directory the weight sync makes of it: a ModelOpt hf_quant_config.json (merged into the config,
 vllm 0.11.0+ transformers_utils/config.py::get_config), a GPTQ/AWQ quantize_config.json, a sentence-transformers
 sentence_bert_config.json (its max_seq_length is the derived max_model_len,
-config/model.py::_get_and_verify_max_len) and a vision model's preprocessor_config.json (the largest image the
-multimodal profile encodes). The same files give the same architecture and the same plan from either place."""
+config/model.py::_get_and_verify_max_len), a vision model's preprocessor_config.json (the largest image the
+multimodal profile encodes) and a Qwen3-VL video_preprocessor_config.json (the pixels of the dummy video). The same files give the same architecture and the same plan from either place."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from colo.plan.stack import Plan, make_plan
 from colo.stackfiles import load_stack
 from colo.vllm.checkpoint.architecture import ModelArchitecture
 from colo.vllm.checkpoint.files import SIDE_FILES, architecture_from_path
+from colo.vllm.process.mm_profile import encoder_profile, max_size_items
 from tests.aws.conftest import BUCKET, put_model, record_gets
 from tests.hub.fixtures import HUB_FILES
 from tests.model_files import safetensors_blob
@@ -218,3 +219,55 @@ def test_an_s3_prefix_and_a_model_directory_give_a_stored_checkpoint_the_same_ar
     }
     remote, local = _both(s3, tmp_path, model.split("@")[0], {**files, "model.safetensors": WEIGHTS})
     assert remote == local
+
+
+QWEN3_5 = "Qwen/Qwen3.5-9B"
+VIDEO_VERSION = "0.22.0"  # profiles the encoder with a budget of maximum-size items (MultiModalBudget)
+# A video processor allowing 64 Mi pixels over a frame pair: 32768 merged tokens of 32 x 32 pixels, above the
+# 16384 of the largest image, so the video is the item vLLM profiles the encoder with
+# (vllm 0.22.0 models/qwen3_vl.py::Qwen3VLProcessingInfo.get_max_video_tokens).
+LARGE_VIDEO = {"size": {"longest_edge": 67108864, "shortest_edge": 4096}, "temporal_patch_size": 2}
+
+
+def _profiled(server: Server) -> tuple[str, int, int]:
+    """The item the server's encoder profile encodes: modality, tokens, and the tower's peak bytes."""
+    spec = server.memory_plan.budget.spec
+    limits = spec.limits
+    profile = encoder_profile(
+        spec.arch,
+        max_model_len=limits.max_model_len,
+        max_num_batched_tokens=limits.max_num_batched_tokens,
+        max_num_seqs=limits.max_num_seqs,
+        mm_limits=dict(spec.mm_limits),
+    )
+    assert profile.item is not None
+    return profile.item.modality, profile.item.tokens, profile.peak_bytes
+
+
+def test_a_video_preprocessor_config_sizes_the_profiled_video_alike_from_an_s3_prefix_and_a_directory(
+    s3: Any, tmp_path: Path
+) -> None:
+    """The video processor's size.longest_edge (its own file, which transformers loads the video processor from)
+    is the dummy video's pixels: read from either place, it makes the video the profiled item, with its tokens."""
+    files = _files(QWEN3_5, video_preprocessor_config=LARGE_VIDEO)
+    remote, local = _both(s3, tmp_path, QWEN3_5, files)
+    assert remote == local
+    assert remote.vision is not None and remote.vision.video_max_pixels == 67108864
+    video = _agree(s3, tmp_path / "v", "llm", QWEN3_5, files, vllm={"version": VIDEO_VERSION})
+    assert _profiled(video)[:2] == ("video", 32768)
+    plain = _agree(s3, tmp_path / "p", "llm", QWEN3_5, _files(QWEN3_5), vllm={"version": VIDEO_VERSION})
+    # the larger dummy video is the tower's peak, which the profile reserves beside the weights
+    assert video.memory_plan.budget.activation_bytes > plain.memory_plan.budget.activation_bytes
+
+
+def test_without_a_video_preprocessor_config_the_video_keeps_the_processors_default(
+    s3: Any, tmp_path: Path
+) -> None:
+    """No file: the Qwen3-VL video processor's default 25,165,824 pixels (12288 tokens over a frame pair), under
+    the largest image's 16384, so the image stays the profiled item from either place."""
+    remote, local = _both(s3, tmp_path, QWEN3_5, _files(QWEN3_5))
+    assert remote == local
+    assert remote.vision is not None and remote.vision.video_max_pixels is None
+    assert max_size_items(remote, max_model_len=32768)["video"].tokens == 12288
+    plain = _agree(s3, tmp_path / "p", "llm", QWEN3_5, _files(QWEN3_5), vllm={"version": VIDEO_VERSION})
+    assert _profiled(plain)[:2] == ("image", 16384)

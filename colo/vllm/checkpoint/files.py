@@ -21,6 +21,10 @@ SIDE_FILES = (
     "quantize_config.json",  # older GPTQ/AWQ checkpoints' quantization block
     "sentence_bert_config.json",  # a sentence-transformers model's max_seq_length caps the context
     "preprocessor_config.json",  # a vision model's largest image, which vLLM profiles the encoder with
+    # a Qwen3-VL video processor's size.longest_edge: the dummy video vLLM profiles the encoder with (vllm 0.22.0
+    # models/qwen3_vl.py::Qwen3VLProcessingInfo.get_max_video_tokens reads get_video_processor().size, which
+    # transformers loads from this file: video_processing_utils.py::BaseVideoProcessor.get_video_processor_dict)
+    "video_preprocessor_config.json",
 )
 
 
@@ -127,7 +131,8 @@ def architecture_from_mapping(
     """A config.json already read (from S3, say), with tensor bytes by part when headers were read. Where `has` and
     `read` reach the files beside it (`has` says whether one exists, `read` parses it as JSON; names are relative
     to the model's root), they are read as a model directory's are: the SIDE_FILES (quantization blocks,
-    sentence_bert_config.json, preprocessor_config.json) and the sentence-transformers pooling."""
+    sentence_bert_config.json, preprocessor_config.json, video_preprocessor_config.json) and the sentence-transformers
+    pooling."""
     if has is None or read is None:
         arch = from_config(raw, model_id, source=source)
     else:

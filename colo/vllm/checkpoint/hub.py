@@ -2,8 +2,8 @@
 
 vLLM resolves a Hub id with huggingface_hub: config.json (and, where the repository has them, the quantization
 blocks `hf_quant_config.json` and `quantize_config.json`, a sentence-transformers model's
-`sentence_bert_config.json` and the pooling its `modules.json` names, a vision model's `preprocessor_config.json`),
-all at one revision. colo reads the same files with the same library and cache, and the exact tensor bytes from the
+`sentence_bert_config.json` and the pooling its `modules.json` names, a vision model's `preprocessor_config.json`
+and `video_preprocessor_config.json`), all at one revision. colo reads the same files with the same library and cache, and the exact tensor bytes from the
 safetensors headers, fetched by HTTP range requests (the first bytes of each shard), as
 `huggingface_hub.HfApi.parse_safetensors_file_metadata` does.
 
