@@ -130,6 +130,9 @@ class VllmRules(_Strict):
     # most its trained length, a longer one given is refused, and the rotary cache has that many rows;
     # model_len, max_model_len as any model's, and the cache has max_model_len rows
     nomic_context: Literal["trained_positions", "model_len"]
+    # rows of a dynamic-NTK (rope_type "dynamic" with a factor) cos/sin cache: scaled, max_position x factor;
+    # max_position, max_position alone (the scaling moves into the base)
+    dynamic_ntk_cache_rows: Literal["scaled", "max_position"]
     # --- the KV budget (docs/vllm-memory-rules.md §1-2)
     # global: kv = total * util - everything held on the device after profiling (other processes included);
     # per_instance: kv = total * util - this process's own growth since its startup snapshot.

@@ -163,6 +163,9 @@ class ModelArchitecture:
     rotary_dim: int | None = None  # partial rotary embeddings cache fewer dimensions
     # rows of each cos/sin cache get_rope builds (empty: one of max_position_embeddings rows)
     rotary_cache_rows: tuple[int, ...] = ()
+    # rotary_cache_rows in a release whose dynamic-NTK cache keeps max_position rows, not max_position x factor
+    # (rules.yaml dynamic_ntk_cache_rows); empty: the same as rotary_cache_rows
+    rotary_cache_rows_unscaled_dynamic: tuple[int, ...] = ()
     # the decoder's rotary embedding is M-RoPE (MRotaryEmbedding), whose cache vLLM sizes by a release's
     # positions factor (colo.vllm.process.weights.rotary_bytes)
     mrope: bool = False

@@ -355,7 +355,8 @@ def rotary_dim(cfg: Mapping[str, Any], head_dim: int) -> int:
 
 # Rotary embeddings whose cache outgrows max_position_embeddings: `max_position x factor` rows
 # (`vllm/model_executor/layers/rotary_embedding/linear_scaling_rope.py::_compute_cos_sin_cache`, likewise
-# dynamic NTK; YaRN from `original_max_position_embeddings`, which get_rope passes as its max_position).
+# dynamic NTK up to 0.21.0, rules.yaml dynamic_ntk_cache_rows; YaRN from `original_max_position_embeddings`,
+# which get_rope passes as its max_position).
 SCALED_CACHE_ROPE_TYPES = ("linear", "dynamic")
 YARN_ROPE_TYPES = ("yarn", "deepseek_yarn")
 # Decoders whose sliding layers build a second cache with their own base (`rope_local_base_freq`) and no
@@ -363,11 +364,14 @@ YARN_ROPE_TYPES = ("yarn", "deepseek_yarn")
 LOCAL_ROPE_MODEL_TYPES = ("gemma3_text",)
 
 
-def scaled_cache_rows(cfg: Mapping[str, Any], max_position: int) -> int:
-    """Rows of the cos/sin cache get_rope builds for `max_position` under the config's rope_scaling."""
+def scaled_cache_rows(cfg: Mapping[str, Any], max_position: int, dynamic_scaled: bool = True) -> int:
+    """Rows of the cos/sin cache get_rope builds for `max_position` under the config's rope_scaling.
+    `dynamic_scaled` False: a release whose dynamic-NTK cache keeps max_position rows (0.22.0+)."""
     scaling = cfg.get("rope_scaling")
     rope: Mapping[str, Any] = scaling if isinstance(scaling, Mapping) else {}
     kind, factor = rope.get("rope_type") or rope.get("type"), float(rope.get("factor") or 1.0)
+    if kind == "dynamic" and not dynamic_scaled:
+        return max_position
     if kind in SCALED_CACHE_ROPE_TYPES:
         return int(max_position * factor)
     if kind in YARN_ROPE_TYPES:
@@ -375,12 +379,21 @@ def scaled_cache_rows(cfg: Mapping[str, Any], max_position: int) -> int:
     return max_position
 
 
-def rotary_cache_rows(config: HfConfig, max_position: int, kinds: LayerKinds) -> tuple[int, ...]:
+def rotary_cache_rows(
+    config: HfConfig, max_position: int, kinds: LayerKinds, dynamic_scaled: bool = True
+) -> tuple[int, ...]:
     """Rows of each distinct cos/sin cache vLLM's get_rope builds for the decoder."""
     cfg = config.text
-    rows = scaled_cache_rows(cfg, max_position)
+    rows = scaled_cache_rows(cfg, max_position, dynamic_scaled)
     local = kinds.sliding > 0 and cfg.get("model_type") in LOCAL_ROPE_MODEL_TYPES
     return (rows, max_position) if local else (rows,)
+
+
+def unscaled_dynamic_rows(config: HfConfig, max_position: int, kinds: LayerKinds) -> tuple[int, ...]:
+    """The decoder's cache rows in a release whose dynamic-NTK cache keeps max_position rows; empty where that
+    changes nothing (no dynamic-NTK factor)."""
+    rows = rotary_cache_rows(config, max_position, kinds, dynamic_scaled=False)
+    return () if rows == rotary_cache_rows(config, max_position, kinds) else rows
 
 
 # Multimodal Qwen decoders whose published configs carry `mrope_section` (Qwen2-VL and Qwen2.5-VL beside their
@@ -735,6 +748,9 @@ def from_hf_config(
         rotary_dim=attention.rotary_dim if encoder.rotary_dim is None else encoder.rotary_dim,
         rotary_cache_rows=encoder.rotary_rows
         or rotary_cache_rows(config, dims.max_position_embeddings, kinds),
+        rotary_cache_rows_unscaled_dynamic=()
+        if encoder.rotary_rows
+        else unscaled_dynamic_rows(config, dims.max_position_embeddings, kinds),
         mrope=uses_mrope(config),
         quantization=quantization.method,
         quant_scheme=quantization,

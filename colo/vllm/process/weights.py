@@ -301,14 +301,24 @@ def rotary_caches(
 ) -> tuple[int, ...]:
     """The rotary caches as the allocator sees them (colo.vllm.process.allocator): an encoder's one by one, a
     decoder's as one tensor of their total."""
+    rules = rules_for(vllm_version or supported_range()[1])
+    arch = release_rotary_rows(arch, rules)
     if arch.encoder_only:
         return encoder_rotary_caches(arch, vllm_version, max_model_len)
     if not arch.mrope:
         return (arch.rotary_cache_bytes,)
-    rules = rules_for(vllm_version or supported_range()[1])
     qwen3 = arch.architecture.startswith("Qwen3")
     factor = rules.mrope_cache_factor_qwen3 if qwen3 else rules.mrope_cache_factor_other
     return (arch.rotary_cache_bytes * factor,)
+
+
+def release_rotary_rows(arch: ModelArchitecture, rules: VllmRules) -> ModelArchitecture:
+    """The geometry with the release's rows for a dynamic-NTK cache: max_position x factor up to 0.21.0,
+    max_position from 0.22.0 (vllm 0.22.0 model_executor/layers/rotary_embedding/dynamic_ntk_scaling_rope.py::
+    DynamicNTKScalingRotaryEmbedding._compute_cos_sin_cache; rules.yaml dynamic_ntk_cache_rows)."""
+    if rules.dynamic_ntk_cache_rows == "scaled" or not arch.rotary_cache_rows_unscaled_dynamic:
+        return arch
+    return replace(arch, rotary_cache_rows=arch.rotary_cache_rows_unscaled_dynamic)
 
 
 def encoder_rotary_caches(
