@@ -252,6 +252,7 @@ SHAPES = (
     Shape("qwen3-30b-a3b", 2048, 768, 32, 4, 128, 48, sizes_up_to(512), 512, moe_topk=8, experts=128),
     Shape("qwen3-32b", 5120, 25600, 64, 8, 128, 64, sizes_up_to(512), 512),
     Shape("qwen3-8b", 4096, 12288, 32, 8, 128, 36, sizes_up_to(512), 512),
+    Shape("qwen3-14b", 5120, 17408, 40, 8, 128, 40, sizes_up_to(512), 512),
 )
 
 

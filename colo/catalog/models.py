@@ -25,7 +25,8 @@ class CatalogModel:
     checkpoint_bytes: int | None  # model.safetensors.index.json total_size, where a public copy gave it
     gated: bool
     # the pooling modes its sentence-transformers Pooling config sets true (colo.vllm.checkpoint.pooling's
-    # names); None: the entry records none, and vLLM takes the model class's default
+    # names, of a sentence_transformers.models.Pooling module, which every release reads alike); None: the entry
+    # records none, and vLLM takes the model class's default
     declared_pooling: tuple[str, ...] | None = None
 
 

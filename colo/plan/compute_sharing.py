@@ -17,7 +17,7 @@ states comes from colo's own measurements (colo/catalog/interference.yaml), each
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -28,7 +28,7 @@ from colo.config.schema import ComputeSharing, Pair, ServerSpec, StackConfig
 from colo.errors import Problem
 from colo.plan.platform import uses_native_sidecars
 from colo.roles import Role
-from colo.vllm import GpuPlan, MpsClient, mps_client, rules_for, unmeasured_reason
+from colo.vllm import EngineLimits, GpuPlan, MpsClient, mps_client, rules_for, unmeasured_reason
 
 MpsRoute = Literal["in-pod daemon", "dra driver", "device plugin"]
 THREAD_ENV = "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"
@@ -304,10 +304,16 @@ def sharing_cost(
 COMPANION_FLAG_KEYS = {"--max-num-batched-tokens": "maxNumBatchedTokens"}
 
 
-def companion_flags(pair: Pair) -> tuple[str, ...] | None:
+def companion_flags(pair: Pair, limits: Mapping[Role, EngineLimits]) -> tuple[str, ...] | None:
     """The flags, among those a row can name, every companion runs with beyond colo's defaults; None where the
-    companions differ."""
-    batches = {server.max_num_batched_tokens for role, server in pair.servers() if role is not Role.LLM}
+    companions differ. `limits`: each server's engine limits as the plan resolved them (resolve_limits): a
+    maxNumBatchedTokens that leaves the batch vLLM sets unset (equal to that default, or replaced by vLLM) runs
+    what the rows measured at colo's defaults ran, so it is no flag."""
+    batches = {
+        None if limits[role].batched_tokens_as_unset else server.max_num_batched_tokens
+        for role, server in pair.servers()
+        if role is not Role.LLM
+    }
     if len(batches) != 1:
         return None
     (batch,) = batches
@@ -324,7 +330,11 @@ def _flags_text(flags: tuple[str, ...]) -> str:
 
 
 def pair_sharing(
-    config: StackConfig, pair: Pair, gpu: GpuSpec, clients: Sequence[MpsClient | None]
+    config: StackConfig,
+    pair: Pair,
+    gpu: GpuSpec,
+    clients: Sequence[MpsClient | None],
+    limits: Mapping[Role, EngineLimits],
 ) -> PairSharing:
     mode = config.cluster.compute_sharing
     caps = tuple(
@@ -335,7 +345,7 @@ def pair_sharing(
     companions = tuple(server.model for role, server in pair.servers() if role is not Role.LLM)
     cap_values = {share for _, share in caps}
     cap = cap_values.pop() if len(cap_values) == 1 and len(caps) == len(companions) else None
-    flags = companion_flags(pair)
+    flags = companion_flags(pair, limits)
     cost = sharing_cost(mode, cap, gpu.name, pair.llm.vllm.version, pair.llm.model, companions, flags)
     if caps and cap is None:  # companions capped differently, or some not at all: no row matches
         cost = replace(cost, setting=None)

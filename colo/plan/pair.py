@@ -51,11 +51,13 @@ from colo.vllm import (
     VllmRules,
     architecture_from_path,
     batch_limits_refusal,
+    default_max_model_len,
     gpu_as_client,
     kv_cache_memory_bytes_missing,
     named_model,
     plan_gpu,
     plan_group,
+    position_ceiling,
     reranker_refusal,
     resolve_architecture,
     resolve_limits,
@@ -277,8 +279,16 @@ def server_limits(checked: CheckedServer, gpu_spec: GpuSpec, budget: Budget) -> 
     else vLLM's defaults."""
     server, arch = checked.spec, checked.arch
     small = ROLES[checked.role].pooling
+    # a companion's default length stays within what vLLM derives (a sentence-transformers max_seq_length
+    # included): vLLM refuses a longer --max-model-len at startup (refusals.max_model_len_refusal)
     max_len = server.max_model_len or (
-        min(budget.embedding_max_model_len, arch.max_position_embeddings) if small else None
+        min(
+            budget.embedding_max_model_len,
+            position_ceiling(arch, checked.rules),
+            default_max_model_len(arch, checked.rules),
+        )
+        if small
+        else None
     )
     seqs = server.max_num_seqs or (budget.embedding_max_num_seqs if small else None)
     return resolve_limits(
@@ -338,6 +348,7 @@ def process_spec(
         mm_limits=tuple(sorted((server.limit_mm_per_prompt or {}).items())),
         skip_mm_profiling=server.skip_mm_profiling,
         flashinfer_installed=server.vllm.sampler_flashinfer,
+        flashinfer_in_image=server.vllm.flashinfer_installed,
         torch_release=server.vllm.torch_release,
         tensor_parallel_size=server.tensor_parallel_size,
         nvswitch=links.nvswitch,
@@ -526,7 +537,8 @@ def plan_pair(
         server_args(pair.name, server, plan) for server, plan in zip(checked, gpu_plan.servers, strict=True)
     ]
     probes = startup_probes(checked, gpu_plan, config.storage, native_sidecars)
-    sharing = pair_sharing(config, pair, gpu_spec, clients)
+    limits = {plan.role: plan.budget.spec.limits for plan in gpu_plan.servers}
+    sharing = pair_sharing(config, pair, gpu_spec, clients, limits)
     pair_plan = assemble_pair(pair.name, checked, gpu_plan, args, probes, placement, config, sharing)
     # a group under MPS is refused with the platform (colo.plan.platform.group_pairing_problems)
     fit = device_plugin_fit_problems(config, gpu_plan) if isinstance(gpu_plan, GpuPlan) else []

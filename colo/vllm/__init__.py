@@ -45,7 +45,12 @@ from colo.vllm.mps import MpsClient, gpu_as_client, mps_client, unmeasured_reaso
 from colo.vllm.process.budget import ProcessBudget, ProcessSpec, geometry_for
 from colo.vllm.process.calibrated import calibrated
 from colo.vllm.process.cudagraph import SMALL_CAPTURE_SIZES, kib_per_graph_field
-from colo.vllm.process.engine_limits import EngineLimits, resolve_limits
+from colo.vllm.process.engine_limits import (
+    EngineLimits,
+    default_max_model_len,
+    position_ceiling,
+    resolve_limits,
+)
 from colo.vllm.process.kv_cache import KV_DTYPE_BYTES
 from colo.vllm.process.model_dtype import served_architecture
 from colo.vllm.process.refusals import ALLOW_LONG_ENV, ServerSettings, batch_limits_refusal, vllm_refusals
@@ -108,6 +113,7 @@ __all__ = [
     "calibrated",
     "catalog_architecture",
     "check_quantization_name",
+    "default_max_model_len",
     "dtype_names",
     "estimate",
     "estimate_view",
@@ -127,6 +133,7 @@ __all__ = [
     "parse_header",
     "plan_gpu",
     "plan_group",
+    "position_ceiling",
     "quant_release",
     "release_key",
     "reranker_refusal",

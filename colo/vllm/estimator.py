@@ -217,6 +217,7 @@ def estimate(args: EstimateRequest, *, kv_pool_bytes: int | None = None) -> Esti
         mm_limits=tuple(sorted((args.limit_mm_per_prompt or {}).items())),
         skip_mm_profiling=args.skip_mm_profiling,
         flashinfer_installed=args.flashinfer_installed,
+        flashinfer_in_image=args.flashinfer_installed,
         torch_release=args.torch_release,
         peer_to_peer=args.peer_to_peer,
         nvswitch=args.nvswitch,

@@ -76,6 +76,34 @@ class MeasuredKvSizing(_Strict):
     cap_warning_above: float
 
 
+class BidirectionalAttention(_Strict):
+    """What vLLM makes of a pooling model whose decoder it builds with bidirectional attention: every attention
+    layer ENCODER_ONLY, which gives no KV cache spec (docs/vllm-memory-rules.md §9). A decoder class chooses it
+    from its config's `is_causal` (vllm 0.22.0 model_executor/models/llama.py::LlamaDecoderLayer.__init__,
+    qwen2.py, qwen3.py, gemma3.py: `ENCODER_ONLY` where `getattr(config, "is_causal", True)` is false); a class
+    that does not read the flag keeps its KV cache whatever the config says."""
+
+    # the names whose layers give no KV cache spec once bidirectional: no pool is allocated
+    # (v1/engine/core.py::EngineCore._initialize_kv_caches: `has_kv_cache` is false)
+    no_kv: tuple[str, ...]
+    # the names whose bidirectional layers this release cannot build or size: the server fails to start
+    fails: tuple[str, ...]
+    # how `fails` fails: flash_attn_impl, FlashAttentionImpl refuses ENCODER_ONLY attention; kv_cache_spec,
+    # Attention.get_kv_cache_spec asserts a DECODER layer
+    failure: Literal["none", "flash_attn_impl", "kv_cache_spec"]
+    # pooling classes vLLM makes bidirectional whatever the config says (it sets is_causal false itself)
+    always: tuple[str, ...]
+
+    @model_validator(mode="after")
+    def _an_outcome_for_every_name(self) -> BidirectionalAttention:
+        unknown = sorted(set(self.always) - set(self.no_kv) - set(self.fails))
+        if unknown:
+            raise ValueError(f"always names {unknown[0]}, which neither no_kv nor fails lists")
+        if (self.failure == "none") != (not self.fails):
+            raise ValueError("failure says how `fails` fails: none exactly when fails is empty")
+        return self
+
+
 class VllmRules(_Strict):
     """What changed between releases; rules.yaml cites the source of every value."""
 
@@ -88,6 +116,23 @@ class VllmRules(_Strict):
     default_block_size: (
         int  # CacheConfig.DEFAULT_BLOCK_SIZE: tokens a KV block holds unless a backend asks more
     )
+    # --- weights: rows of an M-RoPE cos/sin cache per max_position_embeddings (MRotaryEmbedding's positions
+    # factor), for the Qwen3 family (Qwen3-VL, Qwen3.5) and for every other M-RoPE model (Qwen2-VL, Qwen2.5-VL)
+    mrope_cache_factor_qwen3: int
+    mrope_cache_factor_other: int
+    # ModernBERT's float16 cos/sin caches: one per layer (each layer builds its own RotaryEmbedding), or one per
+    # distinct rope theta (get_rope's cache; docs/vllm-memory-rules.md §8)
+    modernbert_rotary_caches: Literal["per_layer", "per_theta"]
+    modernbert_rotary_float16: (
+        bool  # those caches are float16 whatever the model dtype (else the model dtype)
+    )
+    # NomicBertModel (models/config.py::NomicBertModelConfig): trained_positions, max_model_len defaults to at
+    # most its trained length, a longer one given is refused, and the rotary cache has that many rows;
+    # model_len, max_model_len as any model's, and the cache has max_model_len rows
+    nomic_context: Literal["trained_positions", "model_len"]
+    # rows of a dynamic-NTK (rope_type "dynamic" with a factor) cos/sin cache: scaled, max_position x factor;
+    # max_position, max_position alone (the scaling moves into the base)
+    dynamic_ntk_cache_rows: Literal["scaled", "max_position"]
     # --- the KV budget (docs/vllm-memory-rules.md §1-2)
     # global: kv = total * util - everything held on the device after profiling (other processes included);
     # per_instance: kv = total * util - this process's own growth since its startup snapshot.
@@ -173,11 +218,27 @@ class VllmRules(_Strict):
     # CLS; seq_tok, one whose sequence pooling (declared last, else the class's) is neither MEAN nor CLS and whose
     # token pooling is not STEP. Every generate model chunks; an encoder-only or non-causal pooler never does.
     pooling_chunks: Literal["declared_last", "last", "not_mean_step_cls", "seq_tok"]
+    # what get_pooling_config does with a key set true that names no pooling type it knows (MAX, WEIGHTEDMEAN,
+    # INCLUDE): ignored, no declared pooling (the first key set true only); raises, NotImplementedError at startup
+    # where it is the first key set true; skipped, the other keys still count
+    unknown_pooling: Literal["ignored", "raises", "skipped"]
+    # which sentence-transformers Pooling declarations get_pooling_config reads (colo.vllm.checkpoint.pooling):
+    # mode_keys, a sentence_transformers.models.Pooling module's keys set true; mode_string, also the module type
+    # sentence_transformers.sentence_transformer.modules.pooling.Pooling and a string pooling_mode key's value
+    st_pooling_config: Literal["mode_keys", "mode_string"]
     max_model_len_error: Literal["0.8.0", "0.10.2"]  # _get_and_verify_max_len's wording
     # get_sentence_transformer_tokenizer_config returns sentence_bert_config.json only when it also sets
     # do_lower_case; its max_seq_length then replaces the derived max_model_len
     encoder_config_needs_do_lower_case: bool
     pooling_flag: Literal["task", "runner"]  # `--task embed` before 0.10.1, `--runner pooling` after
+    # which decoder pooling models get bidirectional attention, and with it no KV cache (colo.vllm.process.
+    # attention_type)
+    bidirectional_attention: BidirectionalAttention
+    # what vLLM's automatic runner choice (no --runner; --task auto before 0.10.1) makes of a generative model
+    # whose modules.json names a sentence-transformers Pooling module: embed_task, the embed task (a pooling
+    # server); generate, generation (the Pooling module only picks the pooling task); pooling, the pooling runner.
+    # Where it is not generate colo's LLM names generation (colo.vllm.serve_args).
+    st_pooling_auto_runner: Literal["embed_task", "generate", "pooling"]
     # --- which engine runs (EngineArgs._is_v1_supported_oracle, docs §12): a V0 fallback is refused
     v1_min_compute_capability: int | None  # major*10+minor below which V1 falls back to V0
     v1_dtypes: tuple[str, ...] | None  # model dtypes V1 accepts (None: any)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from colo.roles import ROLES, Role
+from colo.vllm.checkpoint.pooling import release_declared_pooling
 from colo.vllm.process.budget import ProcessBudget, ProcessSpec, capture_sizes_for
 from colo.vllm.rerank import reranker_overrides_argument
 
@@ -79,11 +80,24 @@ def vllm_arguments(
     return args + list(extra_args)
 
 
+def _generation_args(spec: ProcessSpec) -> list[str]:
+    """The flag that keeps a generative server generating where the release's automatic runner choice would make
+    an embedder of its checkpoint: one whose modules.json names a sentence-transformers Pooling module
+    (rules.st_pooling_auto_runner; vllm 0.10.1-0.34.0 config/model.py::ModelConfig._get_default_runner_type,
+    0.8.0-0.9.2 config.py::ModelConfig._get_preferred_task). Nothing anywhere else, so other servers' arguments
+    stay as they were."""
+    rules = spec.rules
+    if rules.st_pooling_auto_runner == "generate" or release_declared_pooling(spec.arch, rules) is None:
+        return []
+    return ["--task", "generate"] if rules.pooling_flag == "task" else ["--runner", "generate"]
+
+
 def _runner_args(spec: ProcessSpec, role: Role) -> list[str]:
-    """How the release names a pooling server: --task before 0.10.1, --runner (and --convert) after."""
+    """How the release names a pooling server: --task before 0.10.1, --runner (and --convert) after. A
+    generative server names its runner only where vLLM would otherwise pick another (_generation_args)."""
     role_spec = ROLES[role]
     if not spec.pooling:
-        return []
+        return _generation_args(spec)
     # a reranker published as a causal LM scores through hf_overrides, which make it a classifier already
     overrides = reranker_overrides_argument(spec.arch) if role is Role.RERANKER else []
     if spec.rules.pooling_flag == "task":

@@ -89,6 +89,34 @@ def _profile(source: Callable[[Path], str]) -> Generated:
     return build
 
 
+def _unparsed_pooling(directory: Path) -> str:
+    """An embedder whose sentence-transformers Pooling config sets max pooling first, pinned to a release that
+    raises on it (vllm 0.12.0 transformers_utils/config.py::get_pooling_config_name)."""
+    model = directory / "max-pooled-embedder"
+    (model / "1_Pooling").mkdir(parents=True)
+    (model / "config.json").write_text(json.dumps(TINY_CONFIG))
+    modules = [
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+    ]
+    (model / "modules.json").write_text(json.dumps(modules))
+    pooling = {"word_embedding_dimension": 64, "pooling_mode_max_tokens": True, "include_prompt": True}
+    (model / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
+    embedding = (
+        '      embedding:\n        model: Qwen/Qwen3-Embedding-0.6B\n        vllm: {version: "0.19.1"}\n'
+    )
+    assert embedding in BASE
+    path = directory / "Pulumi.pooling.yaml"
+    path.write_text(
+        BASE.replace(
+            embedding,
+            f"      embedding:\n        model: acme/max-pooled-embedder\n        profile: {json.dumps(str(model))}\n"
+            '        vllm: {version: "0.12.0"}\n',
+        )
+    )
+    return str(path)
+
+
 TEN_MB = 10 * 1024 * 1024
 # name -> (the input's writer, what colo must answer)
 GENERATED: dict[str, tuple[Generated, Expected]] = {
@@ -125,6 +153,10 @@ GENERATED: dict[str, tuple[Generated, Expected]] = {
     "fifo-in-profile-directory": (
         _profile(_fifo_model),
         Expected(2, "colo:pairs[0].llm.profile", "model.safetensors is not a regular file"),
+    ),
+    "pooling-vllm-cannot-parse": (
+        _unparsed_pooling,
+        Expected(1, "colo:pairs[0].embedding.vllm.version", "Pooling type MAX not supported"),
     ),
 }
 

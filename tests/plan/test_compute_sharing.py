@@ -341,6 +341,28 @@ def test_a_companion_batch_colo_has_not_measured_states_no_cost_for_it() -> None
     assert "measured there too, companions at maxNumBatchedTokens 512: LLM TTFT +8 %, TPOT +7 %" in text
 
 
+def test_a_companion_batch_equal_to_its_default_matches_the_rows_measured_at_colos_defaults() -> None:
+    """vLLM runs the same engine whether the default batch is given or left unset; the plan's resolved limits
+    (8192 tokens for the 0.6B embedder on the H100 at 0.22.0) say which value that is."""
+    (unset,) = _plan(_h100_pair(cap=5)).pairs
+    assert unset.sharing is not None
+    (embedding,) = [s for s in unset.gpu_plan.servers if s.role is Role.EMBEDDING]
+    default = embedding.budget.spec.limits.max_num_batched_tokens
+    assert default == 8192
+    (given,) = _plan(_h100_pair(batch=default, cap=5)).pairs
+    assert given.sharing is not None and given.sharing.companion_flags == ()
+    setting = given.sharing.cost.setting
+    assert setting is not None and setting.companion_flags == () and setting == unset.sharing.cost.setting
+    assert cost_lines(given.sharing) == cost_lines(unset.sharing)
+
+
+def test_a_companion_batch_equal_to_its_default_beside_one_left_unset_is_one_setting() -> None:
+    raw = _h100_pair(batch=8192)
+    raw["pairs"][0]["reranker"] = {"model": "Qwen/Qwen3-Reranker-0.6B", "vllm": {"version": "0.22.0"}}
+    (pair,) = _plan(raw).pairs
+    assert pair.sharing is not None and pair.sharing.companion_flags == ()
+
+
 def test_companions_at_different_batches_match_no_row() -> None:
     raw = _h100_pair(batch=512)
     raw["pairs"][0]["reranker"] = {"model": "Qwen/Qwen3-Reranker-0.6B", "vllm": {"version": "0.22.0"}}

@@ -74,7 +74,9 @@ def test_moe_pair_kv_cache_is_tight_on_an_l40s(field_report: StackConfig) -> Non
     plan = make_plan(field_report)
     moe = next(p for p in plan.pairs if p.name == "qwen35b-moe").llm.memory_plan.budget
     assert moe.capacity is not None
-    assert 1.5 * GIB < moe.kv_bytes < 3.5 * GIB  # the report: ~2.3 GB of KV cache
+    # the report: ~2.3 GB of KV cache; colo's figure sits below it since the weights count the M-RoPE cache at
+    # 4 x max_position_embeddings rows (vLLM 0.20) and the allocator's blocks vLLM's own figure includes
+    assert 1.4 * GIB < moe.kv_bytes < 3.5 * GIB
 
 
 def test_the_reports_53k_tokens_lie_between_what_its_stated_settings_give_on_0200() -> None:

@@ -10,6 +10,22 @@ from colo.vllm.process.budget import ProcessBudget, ProcessSpec, size_process
 from colo.vllm.process.engine_limits import resolve_limits
 from colo.vllm.rules import rules_for
 
+# A Qwen3-0.6B-shaped decoder's config.json (the keys colo reads), without its architectures: the pooling tests
+# write it under the class each case needs.
+QWEN3_SMALL_DECODER: dict[str, Any] = {
+    "model_type": "qwen3",
+    "num_hidden_layers": 28,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "hidden_size": 1024,
+    "intermediate_size": 3072,
+    "vocab_size": 151669,
+    "tie_word_embeddings": True,
+    "max_position_embeddings": 32768,
+    "torch_dtype": "bfloat16",
+}
+
 
 def process(
     model: str,

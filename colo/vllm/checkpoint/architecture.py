@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from colo.vllm.checkpoint.quantization import UNQUANTIZED, QuantizationScheme
 
@@ -58,6 +59,7 @@ class VisionGeometry:
     hidden_size: int = 0
     intermediate_size: int = 0
     num_heads: int = 0
+    depth: int = 0  # the tower's blocks (0: not stated)
     image_size: int = 0  # a fixed-resolution tower's input edge (SigLIP: 896)
     tokens_per_image: int = (
         0  # embeddings a fixed-resolution tower hands the decoder per image (Gemma 3: 256)
@@ -80,6 +82,17 @@ class ConfigDtypes:
     weights: str | None = None  # the one dtype of the safetensors tensors, where their headers were read
     model_type: str = ""  # the top level's model_type
     text_model_type: str = ""  # text_config's model_type (the top level's where there is no text_config)
+
+
+@dataclass(frozen=True)
+class TrainedLength:
+    """The length a NomicBertModel was trained to (config.json's max_trained_positions, else 2048), which vLLM
+    0.10.1 - 0.21.0 cap max_model_len at and size its rotary cache by (rules.nomic_context), and the derived
+    length those releases then check a user's max_model_len against: the trained length in place of
+    max_position_embeddings, times the config's RoPE factor (models/config.py::NomicBertModelConfig)."""
+
+    positions: int
+    limit: float
 
 
 @dataclass(frozen=True)
@@ -108,9 +121,22 @@ class ModelArchitecture:
     attention_bias: bool = False
     attn_output_gate: bool = False  # q_proj also emits a per-head output gate (Qwen3-Next, Qwen3.5/3.6)
     encoder_only: bool = False
+    # An encoder whose attention rotates q and k instead of reading a position-embedding table: vLLM's
+    # bert_with_rope.py classes (the GTE family; NomicBertModel, "nomic_bert", whose cache and length follow
+    # its trained length) or modernbert.py's; get_rope builds its cos/sin caches
+    # (colo.vllm.process.weights.rotary_bytes). "none": absolute positions (BERT, RoBERTa), or not an encoder.
+    encoder_rope: Literal["none", "bert_with_rope", "nomic_bert", "modernbert"] = "none"
+    gated_encoder_mlp: bool = False  # the encoder's MLP is gated (BertWithRopeGatedMLP, ModernBertMLP's Wi)
+    type_vocab_size: int = 0  # a bert_with_rope encoder's token-type embedding rows (none where 0)
+    # NomicBertModel: every linear has a bias where its config's qkv_proj_bias says so (vLLM's config.bias)
+    encoder_linear_bias: bool = False
+    trained_length: TrainedLength | None = None  # NomicBertModel's trained length (None: any other model)
     # The pooling a sentence-transformers checkpoint declares (colo.vllm.checkpoint.pooling); None: it declares
     # none, or colo did not read it, and vLLM takes the model class's default (colo.vllm.process.engine_limits).
     declared_pooling: tuple[str, ...] | None = None
+    # The same as releases that also read a string pooling_mode and the newer Pooling module type read it
+    # (colo.vllm.checkpoint.pooling, rules.st_pooling_config mode_string), where that differs; None: the same.
+    declared_pooling_mode_string: tuple[str, ...] | None = None
     is_causal: bool = True  # config.json's is_causal; False: vLLM pools it with bidirectional attention
     # Layer kinds. full + sliding + linear == num_layers.
     full_attention_layers: int = 0
@@ -127,12 +153,22 @@ class ModelArchitecture:
     mtp_layers: int = 0
     vision_parameters: int = 0
     vision: VisionGeometry | None = None
+    # config.json has an audio_config, so vLLM serves audio items too (Gemma 4 E2B/E4B: vllm 0.22.0 - 0.34.0
+    # models/gemma4_mm.py::Gemma4ProcessingInfo.get_supported_mm_limits, where transformers' Gemma4Config keeps a
+    # missing or null audio_config as None)
+    audio_tower: bool = False
     # vLLM attends bidirectionally over the multimodal positions (ModelConfig.is_mm_prefix_lm: Gemma 4 with
     # text_config.use_bidirectional_attention "vision"); colo.vllm.process.engine_limits reads it
     mm_prefix_lm: bool = False
     rotary_dim: int | None = None  # partial rotary embeddings cache fewer dimensions
     # rows of each cos/sin cache get_rope builds (empty: one of max_position_embeddings rows)
     rotary_cache_rows: tuple[int, ...] = ()
+    # rotary_cache_rows in a release whose dynamic-NTK cache keeps max_position rows, not max_position x factor
+    # (rules.yaml dynamic_ntk_cache_rows); empty: the same as rotary_cache_rows
+    rotary_cache_rows_unscaled_dynamic: tuple[int, ...] = ()
+    # the decoder's rotary embedding is M-RoPE (MRotaryEmbedding), whose cache vLLM sizes by a release's
+    # positions factor (colo.vllm.process.weights.rotary_bytes)
+    mrope: bool = False
     # vLLM's name for the quantization method ("none": full precision). From config.json it is the method the
     # checkpoint declares; colo.vllm.checkpoint.quant_methods.resolve_architecture sets what a release and GPU run.
     quantization: str = "none"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,10 @@ SIDE_FILES = (
     "quantize_config.json",  # older GPTQ/AWQ checkpoints' quantization block
     "sentence_bert_config.json",  # a sentence-transformers model's max_seq_length caps the context
     "preprocessor_config.json",  # a vision model's largest image, which vLLM profiles the encoder with
+    # a Qwen3-VL video processor's size.longest_edge: the dummy video vLLM profiles the encoder with (vllm 0.22.0
+    # models/qwen3_vl.py::Qwen3VLProcessingInfo.get_max_video_tokens reads get_video_processor().size, which
+    # transformers loads from this file: video_processing_utils.py::BaseVideoProcessor.get_video_processor_dict)
+    "video_preprocessor_config.json",
 )
 
 
@@ -63,24 +67,29 @@ def with_tensor_bytes(arch: ModelArchitecture, parts: Mapping[str, int]) -> Mode
     return replace(arch, checkpoint_bytes=sum(parts.values()), checkpoint_bytes_by_part=dict(parts))
 
 
-def _side_files(directory: Path) -> dict[str, Any]:
-    return {
-        name: parse_config_json(read_bounded(directory / name, MAX_CONFIG_BYTES))
-        for name in SIDE_FILES
-        if (directory / name).exists()
-    }
+def read_side_files(has: Callable[[str], bool], read: Callable[[str], Any]) -> dict[str, Any]:
+    """The SIDE_FILES a checkpoint has, parsed: `has` says whether one exists beside config.json, `read` parses it
+    as JSON. Every source (a model directory, the Hub, an S3 prefix) reads them through this, so the same files
+    give the same architecture wherever they lie."""
+    return {name: read(name) for name in SIDE_FILES if has(name)}
 
 
-def with_declared_pooling(arch: ModelArchitecture, pooling: tuple[str, ...] | None) -> ModelArchitecture:
-    """The architecture with the pooling its sentence-transformers files declare (None: none)."""
-    return arch if pooling is None else replace(arch, declared_pooling=pooling)
+def _local_has(directory: Path) -> Callable[[str], bool]:
+    return lambda name: (directory / name).is_file()
 
 
-def _local_pooling(directory: Path) -> tuple[str, ...] | None:
-    return read_declared_pooling(
-        lambda name: (directory / name).is_file(),
-        lambda name: parse_config_json(read_bounded(directory / name, MAX_CONFIG_BYTES)),
-    )
+def _local_read(directory: Path) -> Callable[[str], Any]:
+    return lambda name: parse_config_json(read_bounded(directory / name, MAX_CONFIG_BYTES))
+
+
+def with_declared_pooling(
+    arch: ModelArchitecture, pooling: tuple[str, ...] | None, mode_string: tuple[str, ...] | None = None
+) -> ModelArchitecture:
+    """The architecture with the pooling its sentence-transformers files declare (None: none), and as releases
+    that read a string pooling_mode declare it where that differs (colo.vllm.checkpoint.pooling.DeclaredPooling)."""
+    if pooling is None and mode_string is None:
+        return arch
+    return replace(arch, declared_pooling=pooling, declared_pooling_mode_string=mode_string)
 
 
 def architecture_from_path(path: Path, model_id: str) -> ModelArchitecture:
@@ -88,8 +97,9 @@ def architecture_from_path(path: Path, model_id: str) -> ModelArchitecture:
     sentence-transformers files beside it (modules.json, the Pooling module's config.json) give its pooling."""
     config_file = path / "config.json" if path.is_dir() else path
     raw = parse_config_json(read_bounded(config_file, MAX_CONFIG_BYTES))
-    arch = from_config(raw, model_id, str(config_file), _side_files(config_file.parent))
-    arch = with_declared_pooling(arch, _local_pooling(config_file.parent))
+    has, read = _local_has(config_file.parent), _local_read(config_file.parent)
+    arch = from_config(raw, model_id, str(config_file), read_side_files(has, read))
+    arch = with_declared_pooling(arch, *read_declared_pooling(has, read))
     if not path.is_dir():
         return arch
     headers = read_local_headers(path)
@@ -110,8 +120,22 @@ def tensor_bytes(headers: list[dict[str, Any]], layers: int, source: str) -> dic
 
 
 def architecture_from_mapping(
-    raw: Mapping[str, Any], model_id: str, source: str, parts: Mapping[str, int] | None = None
+    raw: Mapping[str, Any],
+    model_id: str,
+    source: str,
+    parts: Mapping[str, int] | None = None,
+    *,
+    has: Callable[[str], bool] | None = None,
+    read: Callable[[str], Any] | None = None,
 ) -> ModelArchitecture:
-    """A config.json already read (from S3, say), with tensor bytes by part when headers were read."""
-    arch = from_config(raw, model_id, source=source)
+    """A config.json already read (from S3, say), with tensor bytes by part when headers were read. Where `has` and
+    `read` reach the files beside it (`has` says whether one exists, `read` parses it as JSON; names are relative
+    to the model's root), they are read as a model directory's are: the SIDE_FILES (quantization blocks,
+    sentence_bert_config.json, preprocessor_config.json, video_preprocessor_config.json) and the sentence-transformers
+    pooling."""
+    if has is None or read is None:
+        arch = from_config(raw, model_id, source=source)
+    else:
+        arch = from_config(raw, model_id, source, read_side_files(has, read))
+        arch = with_declared_pooling(arch, *read_declared_pooling(has, read))
     return with_tensor_bytes(arch, parts) if parts else arch

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from colo.vllm.checkpoint.architecture import (
     DTYPE_BYTES,
@@ -21,13 +21,58 @@ from colo.vllm.checkpoint.architecture import (
     MlaGeometry,
     ModelArchitecture,
     MoeGeometry,
+    TrainedLength,
     VisionGeometry,
 )
 from colo.vllm.checkpoint.config_defaults import with_class_defaults
 from colo.vllm.checkpoint.quant_config import read_quantization
 from colo.vllm.checkpoint.quantization import UNQUANTIZED, QuantizationScheme
 
+# The names vLLM's registry maps to an encoder class, every attention layer of which is ENCODER_ONLY (no KV cache
+# spec), with that class: vllm 0.8.0 - 0.34.0 model_executor/models/registry.py (_EMBEDDING_MODELS,
+# _CROSS_ENCODER_MODELS, _SEQUENCE_CLASSIFICATION_MODELS, _TOKEN_CLASSIFICATION_MODELS, _LATE_INTERACTION_MODELS),
+# read in every mirrored release. The names that hold "Bert" or "Roberta" (BertModel, XLMRobertaModel,
+# ModernBertModel, NomicBertModel, ColBERTJinaRobertaModel, ...) are all encoders too and are found by
+# ENCODER_ONLY_NAMES; these are the others. Which release registers which name is architectures.yaml's concern.
+ENCODER_ARCHITECTURES = {
+    "BgeM3EmbeddingModel": "roberta.py::BgeM3EmbeddingModel",  # 0.15.0+
+    "ErnieModel": "ernie.py::ErnieEmbeddingModel (a BertModel)",  # 0.18.0 - 0.23.0
+    "ErnieForSequenceClassification": "ernie.py::ErnieForSequenceClassification",  # 0.18.0 - 0.23.0
+    "ErnieForTokenClassification": "ernie.py::ErnieForTokenClassification",  # 0.18.0 - 0.23.0
+    "GteModel": "bert_with_rope.py::SnowflakeGteNewModel",  # 0.9.0+ (0.8.5: bert.py::GteEmbeddingModel)
+    "GteNewModel": "bert_with_rope.py::GteNewModel",  # 0.9.0+
+    "GteNewForSequenceClassification": "bert_with_rope.py::GteNewForSequenceClassification",  # 0.10.2+
+    "HF_ColBERT": "colbert.py::ColBERTModel (a BertModel)",  # 0.16.0+
+}
+# Substrings of the BERT family's names: every registered name holding one is an encoder (a name vLLM does not
+# register reaches its Transformers backend, if anything)
 ENCODER_ONLY_NAMES = ("Roberta", "Bert", "XLMRoberta")
+# Encoders whose attention rotates q and k (no position-embedding table), by the vLLM module that builds them.
+# NomicBertModel is a bert_with_rope.py class too, read apart (NOMIC_BERT): its config has GPT-2 style keys and
+# vLLM sizes its rotary cache and its max_model_len by release (models/config.py::NomicBertModelConfig).
+BERT_WITH_ROPE_ARCHITECTURES = ("GteModel", "GteNewModel", "GteNewForSequenceClassification")
+NOMIC_BERT = "NomicBertModel"
+# The checkpoint's NomicBertConfig (the remote code its auto_map names, configuration_hf_nomic_bert.py, which
+# vLLM loads under --trust-remote-code) subclasses transformers' GPT2Config, whose attribute_map makes each of
+# these names the GPT-2 key beside it: one attribute. A config.json stating both keeps the value of the name on
+# the left: GPT2Config.__init__ sets its own n_* arguments, then PretrainedConfig.__init__ the file's other keys.
+GPT2_ATTRIBUTE_MAP = {
+    "hidden_size": "n_embd",
+    "max_position_embeddings": "n_positions",
+    "num_attention_heads": "n_head",
+    "num_hidden_layers": "n_layer",
+}
+GPT2_DEFAULT_POSITIONS = 1024  # GPT2Config.__init__: n_positions=1024
+# NomicBertConfig.__init__'s defaults for the keys vLLM reads (the remote configuration_hf_nomic_bert.py)
+NOMIC_DEFAULTS = {"rotary_emb_fraction": 0.0, "qkv_proj_bias": True, "type_vocab_size": 2}
+NOMIC_TRAINED_POSITIONS = 2048  # NomicBertModelConfig: getattr(config, "max_trained_positions", 2048)
+MODERNBERT_ARCHITECTURES = (
+    "ModernBertModel",
+    "ModernBertForSequenceClassification",
+    "ModernBertForTokenClassification",
+    "ColBERTModernBertModel",
+)
+GEMMA3_TEXT_MODEL = "Gemma3TextModel"  # the Gemma 3 text encoder vLLM registers as a pooling model
 LINEAR_LAYER_TYPES = ("linear_attention", "mamba", "gated_deltanet")
 SLIDING_LAYER_TYPES = ("sliding_attention", "local_attention", "chunked_attention")
 
@@ -43,6 +88,7 @@ class HfConfig:
     @classmethod
     def of(cls, raw: Mapping[str, Any]) -> HfConfig:
         """The decoder's part with the keys it omits filled as transformers' config class fills them."""
+        raw = nomic_bert_keys(raw)
         text = raw.get("text_config")
         if text:
             return cls(raw, with_class_defaults(text))
@@ -53,6 +99,26 @@ class HfConfig:
     def architecture(self) -> str:
         names = list(self.top.get("architectures") or self.text.get("architectures") or ["unknown"])
         return str(names[0])
+
+
+def nomic_bert_keys(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A NomicBertModel config.json with the names vLLM reads its geometry by (vllm 0.10.1 - 0.34.0
+    model_executor/models/config.py::NomicBertModelConfig.verify_and_update_config, from 0.14.0
+    verify_and_update_model_config): GPT2Config's attribute_map (hidden_size, num_attention_heads,
+    num_hidden_layers, max_position_embeddings, the last read as n_positions too), and `intermediate_size =
+    config.n_inner`. Any other config as it is."""
+    names = raw.get("architectures") or ()
+    if not names or names[0] != NOMIC_BERT:
+        return raw
+    keys = {**NOMIC_DEFAULTS, **raw}
+    for name, gpt2 in GPT2_ATTRIBUTE_MAP.items():
+        if name not in raw and gpt2 in raw:
+            keys[name] = raw[gpt2]
+    keys.setdefault("max_position_embeddings", GPT2_DEFAULT_POSITIONS)
+    keys["n_positions"] = keys["max_position_embeddings"]
+    if raw.get("n_inner") is not None:
+        keys["intermediate_size"] = raw["n_inner"]
+    return keys
 
 
 @dataclass(frozen=True)
@@ -129,9 +195,106 @@ def dimensions(config: HfConfig) -> Dimensions:
 
 
 def is_encoder_only(config: HfConfig) -> bool:
-    """Bidirectional encoders (BERT family): vLLM gives them no KV cache."""
-    named = any(name in config.architecture for name in ENCODER_ONLY_NAMES)
+    """Bidirectional encoders (the BERT family, the GTE family): vLLM gives them no KV cache."""
+    name = config.architecture
+    named = name in ENCODER_ARCHITECTURES or any(part in name for part in ENCODER_ONLY_NAMES)
     return named or bool(config.text.get("is_encoder_only"))
+
+
+@dataclass(frozen=True)
+class EncoderGeometry:
+    """What an encoder's class builds beyond the decoder-shaped layers colo counts: its position scheme, a gated
+    MLP, token-type rows, and the rotary caches of a rope encoder."""
+
+    rope: Literal["none", "bert_with_rope", "nomic_bert", "modernbert"] = "none"
+    gated_mlp: bool = False
+    type_vocab_size: int = 0
+    rotary_dim: int | None = None  # None: the decoder's reading
+    rotary_rows: tuple[int, ...] = ()  # empty: the decoder's reading
+    linear_bias: bool = False
+    trained_length: TrainedLength | None = None
+
+
+def _modernbert_thetas(cfg: Mapping[str, Any], layers: int) -> int:
+    """The distinct rope parameters ModernBERT's layers pass get_rope (vllm 0.22.0 models/modernbert.py::
+    ModernBertAttention.__init__): per layer type under transformers 5 (`layer_types`, `rope_parameters[type]`),
+    else the global theta on every `global_attn_every_n_layers`-th layer and the local one (or the global, where
+    none is set) on the sliding layers."""
+    layer_types = cfg.get("layer_types")
+    rope = cfg.get("rope_parameters")
+    if layer_types and isinstance(rope, Mapping):
+        return len({repr(rope.get(kind)) for kind in set(layer_types[:layers])})
+    every = int(cfg.get("global_attn_every_n_layers") or 1)
+    global_theta = cfg.get("global_rope_theta")
+    local_theta = cfg.get("local_rope_theta")
+    sliding = any(index % every for index in range(layers))
+    return 2 if sliding and local_theta is not None and local_theta != global_theta else 1
+
+
+def encoder_geometry(config: HfConfig, dims: Dimensions, encoder_only: bool) -> EncoderGeometry:
+    """The GTE family (vllm 0.9.0 - 0.34.0 model_executor/models/bert_with_rope.py): BertWithRopeEmbedding has no
+    position table, only token types (VocabParallelEmbedding, where type_vocab_size > 0); the rotary embedding is
+    get_rope(head_size, max_position=max_position_embeddings, rotary_dim=rotary_emb_dim or head_dim, the config's
+    rope parameters) in the model dtype, one cache for every layer (models/config.py::GteNewModelConfig,
+    SnowflakeGteNewModelConfig); those handlers turn the config's hidden_act gelu into geglu, so the MLP is
+    BertWithRopeGatedMLP (gate_up_proj). ModernBERT (models/modernbert.py): no position table, the gated Wi
+    (hidden -> 2 x intermediate), head_dim rotary caches of max_position_embeddings rows per distinct theta."""
+    name, cfg = config.architecture, config.text
+    if not encoder_only:
+        return EncoderGeometry()
+    if name in BERT_WITH_ROPE_ARCHITECTURES:
+        return EncoderGeometry(
+            rope="bert_with_rope",
+            gated_mlp=True,
+            type_vocab_size=int(cfg.get("type_vocab_size") or 0),
+            rotary_dim=int(cfg.get("rotary_emb_dim") or dims.head_dim),
+        )
+    if name == NOMIC_BERT:
+        return nomic_bert_geometry(cfg, dims)
+    if name in MODERNBERT_ARCHITECTURES:
+        thetas = _modernbert_thetas(cfg, dims.num_layers)
+        return EncoderGeometry(
+            rope="modernbert",
+            gated_mlp=True,
+            rotary_dim=dims.head_dim,
+            rotary_rows=(dims.max_position_embeddings,) * thetas,
+        )
+    return EncoderGeometry()
+
+
+def nomic_bert_geometry(cfg: Mapping[str, Any], dims: Dimensions) -> EncoderGeometry:
+    """NomicBertModel (vllm 0.10.1 - 0.34.0 models/bert_with_rope.py, a BertWithRope; models/config.py::
+    NomicBertModelConfig): no position table, token types as in the GTE family; activation_function swiglu
+    becomes silu and so BertWithRopeGatedMLP (gelu: the plain BertWithRopeMLP); `config.bias = qkv_proj_bias`
+    (asserted equal to both MLP biases) on every linear; one rotary cache, rotary_emb_fraction x head_dim wide
+    (0.10.1 - 0.12.0 `rotary_dim`, 0.13.0+ the partial_rotary_factor vLLM reads from rotary_emb_fraction), of
+    max_trained_positions rows up to 0.21.0 (`max_position: max_trained_positions`, under the config's rope
+    scaling) and max_model_len rows from 0.22.0 (colo.vllm.process.weights.encoder_rotary_caches). Its Mixture-
+    of-Experts layers (NomicMoE, every moe_every_n_layers-th: nomic-embed-text-v2-moe) are not sized."""
+    if int(cfg.get("moe_every_n_layers") or 0) > 0:
+        raise ArchitectureError(
+            "config.json sets moe_every_n_layers: colo does not size NomicBertModel's Mixture-of-Experts layers"
+        )
+    trained = int(cfg.get("max_trained_positions") or NOMIC_TRAINED_POSITIONS)
+    return EncoderGeometry(
+        rope="nomic_bert",
+        gated_mlp=cfg.get("activation_function") == "swiglu",
+        type_vocab_size=int(cfg.get("type_vocab_size") or 0),
+        rotary_dim=int(dims.head_dim * float(cfg.get("rotary_emb_fraction") or 0.0)),
+        rotary_rows=(scaled_cache_rows(cfg, trained),),
+        linear_bias=bool(cfg.get("qkv_proj_bias")),
+        trained_length=TrainedLength(trained, _rope_factor(cfg, trained)),
+    )
+
+
+def is_causal(config: HfConfig) -> bool:
+    """The config's `is_causal` as vLLM's model classes read it (absent: causal). For Gemma3TextModel vLLM writes it
+    from `use_bidirectional_attention` first (vllm 0.10.2 - 0.34.0 model_executor/models/config.py::
+    Gemma3TextModelConfig: `hf_config.is_causal = not hf_config.use_bidirectional_attention`; EmbeddingGemma
+    sets it true), so a bidirectional Gemma3TextModel has no KV cache (colo.vllm.process.attention_type)."""
+    if config.architecture == GEMMA3_TEXT_MODEL:
+        return not config.top.get("use_bidirectional_attention", False)
+    return bool(config.top.get("is_causal", True))
 
 
 def _kinds_from_layer_types(layer_types: list[str], layers: int) -> tuple[int, int, int]:
@@ -192,7 +355,8 @@ def rotary_dim(cfg: Mapping[str, Any], head_dim: int) -> int:
 
 # Rotary embeddings whose cache outgrows max_position_embeddings: `max_position x factor` rows
 # (`vllm/model_executor/layers/rotary_embedding/linear_scaling_rope.py::_compute_cos_sin_cache`, likewise
-# dynamic NTK; YaRN from `original_max_position_embeddings`, which get_rope passes as its max_position).
+# dynamic NTK up to 0.21.0, rules.yaml dynamic_ntk_cache_rows; YaRN from `original_max_position_embeddings`,
+# which get_rope passes as its max_position).
 SCALED_CACHE_ROPE_TYPES = ("linear", "dynamic")
 YARN_ROPE_TYPES = ("yarn", "deepseek_yarn")
 # Decoders whose sliding layers build a second cache with their own base (`rope_local_base_freq`) and no
@@ -200,20 +364,60 @@ YARN_ROPE_TYPES = ("yarn", "deepseek_yarn")
 LOCAL_ROPE_MODEL_TYPES = ("gemma3_text",)
 
 
-def rotary_cache_rows(config: HfConfig, max_position: int, kinds: LayerKinds) -> tuple[int, ...]:
-    """Rows of each distinct cos/sin cache vLLM's get_rope builds for the decoder."""
-    cfg = config.text
+def scaled_cache_rows(cfg: Mapping[str, Any], max_position: int, dynamic_scaled: bool = True) -> int:
+    """Rows of the cos/sin cache get_rope builds for `max_position` under the config's rope_scaling.
+    `dynamic_scaled` False: a release whose dynamic-NTK cache keeps max_position rows (0.22.0+)."""
     scaling = cfg.get("rope_scaling")
     rope: Mapping[str, Any] = scaling if isinstance(scaling, Mapping) else {}
     kind, factor = rope.get("rope_type") or rope.get("type"), float(rope.get("factor") or 1.0)
+    if kind == "dynamic" and not dynamic_scaled:
+        return max_position
     if kind in SCALED_CACHE_ROPE_TYPES:
-        rows = int(max_position * factor)
-    elif kind in YARN_ROPE_TYPES:
-        rows = int(int(rope.get("original_max_position_embeddings") or max_position) * factor)
-    else:
-        rows = max_position
+        return int(max_position * factor)
+    if kind in YARN_ROPE_TYPES:
+        return int(int(rope.get("original_max_position_embeddings") or max_position) * factor)
+    return max_position
+
+
+def rotary_cache_rows(
+    config: HfConfig, max_position: int, kinds: LayerKinds, dynamic_scaled: bool = True
+) -> tuple[int, ...]:
+    """Rows of each distinct cos/sin cache vLLM's get_rope builds for the decoder."""
+    cfg = config.text
+    rows = scaled_cache_rows(cfg, max_position, dynamic_scaled)
     local = kinds.sliding > 0 and cfg.get("model_type") in LOCAL_ROPE_MODEL_TYPES
     return (rows, max_position) if local else (rows,)
+
+
+def unscaled_dynamic_rows(config: HfConfig, max_position: int, kinds: LayerKinds) -> tuple[int, ...]:
+    """The decoder's cache rows in a release whose dynamic-NTK cache keeps max_position rows; empty where that
+    changes nothing (no dynamic-NTK factor)."""
+    rows = rotary_cache_rows(config, max_position, kinds, dynamic_scaled=False)
+    return () if rows == rotary_cache_rows(config, max_position, kinds) else rows
+
+
+# Multimodal Qwen decoders whose published configs carry `mrope_section` (Qwen2-VL and Qwen2.5-VL beside their
+# rope type, Qwen3-VL and Qwen3.5 in rope_parameters: tests/hub_files Qwen2.5-VL-7B-Instruct and Qwen3.5-9B),
+# which colo's catalog geometry leaves out.
+MROPE_ARCHITECTURES = (
+    "Qwen2VLForConditionalGeneration",
+    "Qwen2_5_VLForConditionalGeneration",
+    "Qwen3VLForConditionalGeneration",
+    "Qwen3VLMoeForConditionalGeneration",
+    "Qwen3_5ForConditionalGeneration",
+    "Qwen3_5MoeForConditionalGeneration",
+)
+
+
+def uses_mrope(config: HfConfig) -> bool:
+    """`get_rope` builds an MRotaryEmbedding when the rope parameters hold `mrope_section` (`vllm 0.22.0
+    model_executor/layers/rotary_embedding/__init__.py::get_rope`)."""
+    cfg = config.text
+    for key in ("rope_parameters", "rope_scaling"):
+        rope = cfg.get(key)
+        if isinstance(rope, Mapping) and "mrope_section" in rope:
+            return True
+    return config.architecture in MROPE_ARCHITECTURES
 
 
 def _sparse_layers(cfg: Mapping[str, Any], layers: int) -> int:
@@ -419,6 +623,7 @@ def vision_geometry(
         hidden_size=_int(vision, "hidden_size", "embed_dim"),
         intermediate_size=_int(vision, "intermediate_size"),
         num_heads=_int(vision, "num_heads", "num_attention_heads"),
+        depth=_int(vision, "depth", "num_hidden_layers"),
         image_size=_int(vision, "image_size"),
         # Gemma 3's mm_tokens_per_image; Gemma 4's vision_config.default_output_length (soft tokens per image)
         tokens_per_image=_int(config.top, "mm_tokens_per_image") or _int(vision, "default_output_length"),
@@ -495,6 +700,7 @@ def from_hf_config(
     attention = attention_variants(config, dims.head_dim, kinds)
     quantization = quantization_scheme(config, side_files)
     encoder_only = is_encoder_only(config)
+    encoder = encoder_geometry(config, dims, encoder_only)
     limit = context_limit(config)
     encoder_length, lower_case_given = encoder_config(side_files)
     return ModelArchitecture(
@@ -518,7 +724,12 @@ def from_hf_config(
         attention_bias=attention.attention_bias,
         attn_output_gate=attention.attn_output_gate,
         encoder_only=encoder_only,
-        is_causal=bool(config.top.get("is_causal", True)),
+        encoder_rope=encoder.rope,
+        gated_encoder_mlp=encoder.gated_mlp,
+        type_vocab_size=encoder.type_vocab_size,
+        encoder_linear_bias=encoder.linear_bias,
+        trained_length=encoder.trained_length,
+        is_causal=is_causal(config),
         full_attention_layers=0 if encoder_only else kinds.full,
         sliding_attention_layers=kinds.sliding,
         sliding_window=kinds.window,
@@ -532,9 +743,15 @@ def from_hf_config(
         mtp_layers=mtp_layers(config),
         vision_parameters=vision_parameters(config, dims.hidden_size),
         vision=vision_geometry(config, dims.hidden_size, side_files),
+        audio_tower=isinstance(config.top.get("audio_config"), Mapping),
         mm_prefix_lm=mm_prefix_lm(config),
-        rotary_dim=attention.rotary_dim,
-        rotary_cache_rows=rotary_cache_rows(config, dims.max_position_embeddings, kinds),
+        rotary_dim=attention.rotary_dim if encoder.rotary_dim is None else encoder.rotary_dim,
+        rotary_cache_rows=encoder.rotary_rows
+        or rotary_cache_rows(config, dims.max_position_embeddings, kinds),
+        rotary_cache_rows_unscaled_dynamic=()
+        if encoder.rotary_rows
+        else unscaled_dynamic_rows(config, dims.max_position_embeddings, kinds),
+        mrope=uses_mrope(config),
         quantization=quantization.method,
         quant_scheme=quantization,
         model_type=str(config.top.get("model_type") or config.text.get("model_type") or ""),

@@ -2,8 +2,8 @@
 
 vLLM resolves a Hub id with huggingface_hub: config.json (and, where the repository has them, the quantization
 blocks `hf_quant_config.json` and `quantize_config.json`, a sentence-transformers model's
-`sentence_bert_config.json` and the pooling its `modules.json` names, a vision model's `preprocessor_config.json`),
-all at one revision. colo reads the same files with the same library and cache, and the exact tensor bytes from the
+`sentence_bert_config.json` and the pooling its `modules.json` names, a vision model's `preprocessor_config.json`
+and `video_preprocessor_config.json`), all at one revision. colo reads the same files with the same library and cache, and the exact tensor bytes from the
 safetensors headers, fetched by HTTP range requests (the first bytes of each shard), as
 `huggingface_hub.HfApi.parse_safetensors_file_metadata` does.
 
@@ -26,9 +26,9 @@ from colo.files import read_bounded
 from colo.vllm.checkpoint.architecture import ModelArchitecture
 from colo.vllm.checkpoint.files import (
     MAX_CONFIG_BYTES,
-    SIDE_FILES,
     from_config,
     parse_config_json,
+    read_side_files,
     tensor_bytes,
     with_declared_pooling,
     with_tensor_bytes,
@@ -288,22 +288,20 @@ def _refuse_unreadable(listing: Listing) -> None:
 
 def _architecture(reader: _Reader, listing: Listing) -> ModelArchitecture:
     raw = reader.read_json(listing, CONFIG_FILE, MAX_CONFIG_BYTES)
-    side = {
-        name: reader.read_json(listing, name, MAX_CONFIG_BYTES)
-        for name in SIDE_FILES
-        if name in listing.files
-    }
+
+    def has(name: str) -> bool:
+        return name in listing.files
+
+    def read(name: str) -> Any:
+        return reader.read_json(listing, name, MAX_CONFIG_BYTES)
+
     source = f"{reader.settings.page(listing.repo_id)} at commit {listing.commit}"
+    side = read_side_files(has, read)
     try:
         arch = from_config(raw, listing.repo_id, source, side)
     except ValueError as exc:
         raise HubError(f"{listing.repo_id}: {exc}") from None
-    arch = with_declared_pooling(
-        arch,
-        read_declared_pooling(
-            lambda name: name in listing.files, lambda name: reader.read_json(listing, name, MAX_CONFIG_BYTES)
-        ),
-    )
+    arch = with_declared_pooling(arch, *read_declared_pooling(has, read))
     index = reader.read_json(listing, INDEX_FILE, MAX_INDEX_BYTES) if INDEX_FILE in listing.files else None
     headers = reader.headers(listing, index)
     if headers:

@@ -69,6 +69,7 @@ class _Range(BaseModel):
     kv_auto_follows_modelopt: bool | None = None
     torch: str | None = None
     triton_kernels_vendored: bool | None = None
+    fp8_block_flashinfer: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,7 @@ class QuantRelease:
     kv_auto_follows_modelopt: bool
     torch: str
     triton_kernels_vendored: bool
+    fp8_block_flashinfer: bool
 
     def torch_at_least(self, wanted: str) -> bool:
         return at_least(self.torch, wanted)

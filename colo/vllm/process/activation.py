@@ -200,7 +200,8 @@ def _attention_live_elements(arch: ModelArchitecture, tokens: int, tp: int, comp
     if arch.gdn is not None:
         g = arch.gdn
         q = max(q, (2 * g.num_key_heads * g.key_head_dim + 2 * g.num_value_heads * g.value_head_dim) // tp)
-    rotated = q + kv // 2 if compiled and not arch.encoder_only else 0  # BERT-style models have no rotary
+    rotary = not arch.encoder_only or arch.encoder_rope != "none"  # BERT-style encoders have no rotary
+    rotated = q + kv // 2 if compiled and rotary else 0
     return tokens * (2 * q + kv + rotated)
 
 

@@ -26,7 +26,8 @@ is no startup check, and the utilization (1.0 when unset) is only a cap:
 
 At tensor parallel N every figure is one rank's; tp_comm says what the communicators add, and when.
 Encoder-only models have no KV cache, so vLLM skips the profiling step: util only gates the startup check,
-and the footprint is context + weights + activations + non-torch.
+and the footprint is context + weights + activations + non-torch. So have the pooling decoders a release builds
+with bidirectional attention (colo.vllm.process.attention_type).
 """
 
 from __future__ import annotations
@@ -85,8 +86,11 @@ class ProcessSpec:
     gpu_memory_utilization: float | None = None
     kv_cache_memory_bytes: int | None = None
     tensor_parallel_size: int = 1
-    # official images ship FlashInfer; a plain pip install before 0.14 does not
+    # official images ship FlashInfer; a plain pip install before 0.14 does not. The sampler's path: False also
+    # where the server turns the FlashInfer sampler off
     flashinfer_installed: bool = True
+    # the image carries FlashInfer, whatever the sampler takes: Hopper's block-FP8 GEMM (colo.vllm.process.cudagraph)
+    flashinfer_in_image: bool = True
     # the build's PyTorch ("2.11.0+cu130"): its libraries' non-torch state is measured per build (None: unknown)
     torch_release: str | None = None
     # --enable-prefix-caching as the server sets it (None: the release's default), for recurrent-state pages
@@ -339,6 +343,7 @@ def geometry_for(spec: ProcessSpec, *, whole_model: bool = False) -> KvGeometry 
         rules=spec.rules,
         stage=None if whole_model else spec.stage,
         prefix_caching=spec.prefix_caching,
+        pooling=spec.pooling,
     )
 
 
@@ -462,6 +467,8 @@ def _graphs(spec: ProcessSpec, consts: MeasuredConstants) -> GraphPlan:
         compute_capability=spec.gpu.compute_capability,
         tensor_parallel_size=spec.tensor_parallel_size,
         v2_runner=spec.v2_model_runner,
+        vllm_version=spec.vllm_version,
+        flashinfer=spec.flashinfer_in_image,
         # models without a KV cache skip determine_available_memory, and with it the graph profile (§9)
         profiled=graph_profile_blocks(spec) > 0 and geometry_for(spec) is not None,
     )
@@ -522,6 +529,7 @@ def size_process(spec: ProcessSpec, *, free_before_bytes: int | None = None) -> 
         gpu=spec.gpu,
         vllm_version=spec.vllm_version,
         stage=spec.stage,
+        max_model_len=spec.limits.max_model_len,
     ).bytes
     peak = _activation(spec, consts)
     activation = peak.peak_bytes

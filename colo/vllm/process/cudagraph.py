@@ -30,8 +30,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from colo.vllm.checkpoint.architecture import ModelArchitecture
+from colo.vllm.checkpoint.quant_methods import QuantRelease, quant_release
 from colo.vllm.checkpoint.quantization import WeightFormat
-from colo.vllm.process.quant_bytes import FP8_NATIVE_CAPABILITY
+from colo.vllm.process.quant_bytes import fp8_marlin
 from colo.vllm.rules import CudagraphKernels, MeasuredConstants, VllmRules
 
 KIB = 1024
@@ -117,6 +118,8 @@ class GraphSetting:
     tensor_parallel_size: int = 1
     v2_runner: bool = False
     profiled: bool = False  # profile_cudagraph_memory captured samples before the real capture
+    vllm_version: str | None = None  # whose quantization rules pick the FP8 kernels (None: the newest known)
+    flashinfer: bool = True  # the image carries FlashInfer (its block-FP8 GEMM on Hopper); official images do
 
 
 def _round_up(value: int, step: int) -> int:
@@ -221,14 +224,63 @@ def kib_per_graph_field(compute_capability: tuple[int, int]) -> str:
     return "cudagraph_kib_per_graph_layer_other_gpus"
 
 
-def _fp8_activations(arch: ModelArchitecture, compute_capability: tuple[int, int]) -> WeightFormat | None:
-    """The FP8 format whose linears quantize their activations on this GPU (None: no such linear); below
-    FP8_NATIVE_CAPABILITY FP8 runs weight-only through Marlin."""
+def _fp8_block_flashinfer(
+    weights: WeightFormat, release: QuantRelease, capability: int, flashinfer: bool
+) -> bool:
+    """Block-wise FP8 linear layers run FlashInfer's block-scale GEMM on their bf16 input: on compute capability 9.0
+    exactly, from the release whose VLLM_BLOCKSCALE_FP8_GEMM_FLASHINFER defaults to 1, where the image carries
+    FlashInfer (quant_methods.yaml fp8_block_flashinfer). Linear layers whose N is not a multiple of 64 or K of
+    128 fall back to the next kernel; colo does not tell them apart."""
+    return weights.strategy == "block" and release.fp8_block_flashinfer and capability == 90 and flashinfer
+
+
+def _fp8_linear_quants(
+    arch: ModelArchitecture, weights: WeightFormat, flashinfer_gemm: bool, layers: tuple[int, int, int, int]
+) -> int:
+    """Input quantizations of the FP8 linear layers no fusion pass absorbs, over the (attention, Gated DeltaNet,
+    dense MLP, shared expert) layers.
+
+    A shared expert (Qwen2MoeMLP: gate_up and down, quantized like any linear) runs inside the opaque
+    `vllm::moe_forward_shared` op (vllm 0.22.0 and 0.34.0 fused_moe/runner/moe_runner.py::MoERunner._forward_impl),
+    so neither the norm nor the SiLU-and-mul fusion reaches its quantizations: two per layer. On FlashInfer's
+    block-scale GEMM (`_fp8_block_flashinfer`) no QuantFP8 op is left in the graph and each linear quantizes its
+    own input inside the op: two per mixer, two per MLP."""
+    attention, linear, dense, shared = layers
+    quants = 2 * shared
+    if flashinfer_gemm:
+        return quants + 2 * (attention + linear + dense)
+    unfused_after_norm = 0 if _standard_norm(arch) else 1  # qkv / qkvz, and gate_up
+    quants += attention * (1 + unfused_after_norm)  # o_proj, qkv
+    quants += linear * (1 + unfused_after_norm)  # out_proj after RMSNormGated, in_proj_qkvz
+    down_proj = 0 if weights.strategy == "block" else 1  # SiLU-and-mul absorbs a block quantization
+    return quants + dense * (unfused_after_norm + down_proj)  # gate_up, down_proj
+
+
+def _fp8_activation_quants(
+    arch: ModelArchitecture,
+    release: QuantRelease,
+    capability: int,
+    layers: tuple[int, int, int, int, int],
+    *,
+    flashinfer: bool = True,
+) -> int:
+    """Activation quantizations no fusion pass absorbs, per decode step, over the (attention, Gated DeltaNet,
+    dense MLP, sparse MLP, shared expert) layers: none for a linear or expert stack vLLM runs weight-only through
+    Marlin (`quant_bytes.fp8_marlin`, the rule the weight layout reads; apply_fp8_marlin_linear takes bf16 input).
+    `flashinfer`: the image carries FlashInfer."""
     weights = arch.quant_scheme.primary
     if weights is None or weights.kind != "fp8" or weights.weight_only:
-        return None
-    major, minor = compute_capability
-    return weights if major * 10 + minor >= FP8_NATIVE_CAPABILITY else None
+        return 0
+    attention, linear, dense, sparse, shared = layers
+    quants = 0
+    if not fp8_marlin(weights, release, capability):
+        flashinfer_gemm = _fp8_block_flashinfer(weights, release, capability, flashinfer)
+        quants += _fp8_linear_quants(arch, weights, flashinfer_gemm, (attention, linear, dense, shared))
+    if not fp8_marlin(weights, release, capability, experts=True):
+        quants += sparse * (
+            1 + (0 if weights.strategy == "block" else 1)
+        )  # the experts' input, their activation
+    return quants
 
 
 def _standard_norm(arch: ModelArchitecture) -> bool:
@@ -238,10 +290,18 @@ def _standard_norm(arch: ModelArchitecture) -> bool:
     return not gemma_style
 
 
-def layer_kernels(arch: ModelArchitecture, k: CudagraphKernels, compute_capability: tuple[int, int]) -> int:
+def layer_kernels(
+    arch: ModelArchitecture,
+    k: CudagraphKernels,
+    compute_capability: tuple[int, int],
+    release: QuantRelease,
+    *,
+    flashinfer: bool = True,
+) -> int:
     """Kernel nodes the decoder layers launch in one captured decode step, summed by layer kind: mixer (attention,
     Gated DeltaNet), MLP (dense, sparse with or without a shared expert) and the FP8 activation quantizations no
-    fusion pass absorbs (rules.yaml `cudagraph_kernels` gives each count's source)."""
+    fusion pass absorbs (rules.yaml `cudagraph_kernels` gives each count's source), on the GPU and vLLM release
+    (its quantization rules) given; `flashinfer`: the image carries FlashInfer (its block-FP8 GEMM on Hopper)."""
     layers = arch.num_layers
     linear = min(arch.linear_attention_layers, layers)
     attention = layers - linear
@@ -253,16 +313,10 @@ def layer_kernels(arch: ModelArchitecture, k: CudagraphKernels, compute_capabili
     gate = k.attention_output_gate if arch.attn_output_gate else 0
     kernels = layers * k.layer_norms + attention * (k.attention + gate) + linear * k.gated_deltanet
     kernels += dense * k.dense_mlp + sparse * k.moe_mlp + shared * k.shared_expert
-    fp8 = _fp8_activations(arch, compute_capability)
-    if fp8 is not None:
-        unfused_after_norm = 0 if _standard_norm(arch) else 1  # qkv / qkvz, and gate_up or the experts' input
-        block = fp8.strategy == "block"
-        quants = attention * (1 + unfused_after_norm)  # o_proj, qkv
-        quants += linear * (1 + unfused_after_norm)  # out_proj after RMSNormGated, in_proj_qkvz
-        quants += dense * (unfused_after_norm + (0 if block else 1))  # gate_up, down_proj
-        quants += sparse * (1 + (0 if block else 1))  # the experts' input, their activation
-        kernels += quants * k.fp8_activation_quant
-    return kernels
+    major, minor = compute_capability
+    kinds = (attention, linear, dense, sparse, shared)
+    quants = _fp8_activation_quants(arch, release, major * 10 + minor, kinds, flashinfer=flashinfer)
+    return kernels + quants * k.fp8_activation_quant
 
 
 def _executable_bytes(
@@ -306,7 +360,8 @@ def _parts(
 ) -> _Parts:
     full_sizes = full_graph_sizes(rules, sizes, setting)
     cc, layers = setting.compute_capability, arch.num_layers
-    kernels = layer_kernels(arch, consts.cudagraph_kernels, cc)
+    release = quant_release(setting.vllm_version)
+    kernels = layer_kernels(arch, consts.cudagraph_kernels, cc, release, flashinfer=setting.flashinfer)
     workspace = cublas_workspace_bytes(cc)
     pool = piece_pool_bytes(arch, max(sizes), setting.tensor_parallel_size, consts.cudagraph_pool_mlp_factor)
     accumulators = fa3_accumulator_bytes(arch, rules, max(full_sizes), setting) if full_sizes else 0

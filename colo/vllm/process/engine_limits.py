@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from colo.catalog import GpuSpec
 from colo.vllm.checkpoint.architecture import ModelArchitecture
+from colo.vllm.checkpoint.pooling import release_declared_pooling
 from colo.vllm.process.mm_profile import prefix_lm_item_tokens
 from colo.vllm.rules import VllmRules
 
@@ -18,6 +19,14 @@ class EngineLimits:
     chunked_prefill: bool = True  # vLLM chunks this model's prefills (chunks_prefill)
     # max_num_batched_tokens is the caller's own and vLLM keeps it (0.9.2-0.10.0 replace it without chunking)
     batched_tokens_given: bool = False
+    # the max_num_batched_tokens vLLM sets where the caller leaves it unset (None: not resolved by resolve_limits);
+    # a given value equal to it runs the same engine
+    unset_batched_tokens: int | None = None
+
+    @property
+    def batched_tokens_as_unset(self) -> bool:
+        """The engine runs the batch it would with max_num_batched_tokens unset, whether or not it was given."""
+        return self.max_num_batched_tokens == self.unset_batched_tokens
 
 
 def derived_max_model_len(arch: ModelArchitecture, rules: VllmRules) -> float:
@@ -29,6 +38,33 @@ def derived_max_model_len(arch: ModelArchitecture, rules: VllmRules) -> float:
     ):
         return length
     return arch.max_model_len_limit
+
+
+def trained_limit(arch: ModelArchitecture, rules: VllmRules) -> float | None:
+    """A NomicBertModel's trained length (times the config's RoPE factor) where the release holds max_model_len
+    to it, None elsewhere: vllm 0.10.1 - 0.21.0 models/config.py::NomicBertModelConfig lowers a max_model_len
+    left unset to `min(max_model_len, max_trained_positions)`, and verifies a user's one again with
+    max_trained_positions in place of max_position_embeddings (rules.nomic_context)."""
+    trained = arch.trained_length
+    return trained.limit if trained is not None and rules.nomic_context == "trained_positions" else None
+
+
+def position_ceiling(arch: ModelArchitecture, rules: VllmRules) -> int:
+    """The positions the model serves: max_position_embeddings, at most a NomicBertModel's trained length where
+    the release holds max_model_len to it (trained_limit); a longer max_model_len given is refused."""
+    trained = trained_limit(arch, rules)
+    ceiling = arch.max_position_embeddings
+    return ceiling if trained is None else min(ceiling, int(trained))
+
+
+def default_max_model_len(arch: ModelArchitecture, rules: VllmRules) -> int:
+    """The max_model_len vLLM runs with where the user gives none: the derived one, at most a NomicBertModel's
+    trained length where the release caps it (trained_limit)."""
+    derived = int(derived_max_model_len(arch, rules))
+    trained = arch.trained_length
+    if trained is not None and trained_limit(arch, rules) is not None:
+        return min(derived, trained.positions)
+    return derived
 
 
 # Decoder pooling classes whose default pooling is not LAST (every other class: LAST, interfaces_base.py's
@@ -55,12 +91,13 @@ def _last_of(names: tuple[str, ...], kinds: tuple[str, ...], default: str) -> st
 
 def pooling_chunks(arch: ModelArchitecture, rules: VllmRules) -> bool:
     """Whether vLLM chunks a pooling model's prefills (rules.pooling_chunks): an encoder-only or non-causal model
-    never does; else it depends on the pooling the checkpoint's sentence-transformers config declares
-    (arch.declared_pooling), or the model class's default (CLASS_POOLING) where it declares none. A catalog model
-    or an S3 prefix whose Pooling config colo did not read takes the class default, as vLLM does without one."""
+    never does; else it depends on the pooling the checkpoint's sentence-transformers config declares, as the
+    release reads it (release_declared_pooling), or the model class's default (CLASS_POOLING) where it declares
+    none. A catalog model without `pooling:`, or a checkpoint (local, on the Hub or under an S3 prefix) without a
+    Pooling module, takes the class default, as vLLM does without one."""
     if arch.encoder_only or not arch.is_causal:
         return False
-    declared = arch.declared_pooling or ()
+    declared = release_declared_pooling(arch, rules) or ()
     single, (seq, tok) = CLASS_POOLING.get(arch.architecture, ("LAST", ("LAST", "ALL")))
     if rules.pooling_chunks == "declared_last":
         return declared[:1] == ("LAST",)
@@ -89,20 +126,21 @@ def mm_batch_floor(
     """The tokens vLLM raises an unset max_num_batched_tokens to for a multimodal prefix-LM model (0: none):
     one maximum-size item of its most expensive modality (vllm 0.22.0 - 0.34.0 engine/arg_utils.py::
     _get_min_mm_batched_tokens, rules.mm_prefix_batch_floor). From 0.27.0 a model whose multimodal inputs are
-    disabled is no prefix-LM (config/model.py::_supports_multimodal_for_mm_prefix)."""
-    item = prefix_lm_item_tokens(arch) if arch.mm_prefix_lm else None
-    if item is None or rules.mm_prefix_batch_floor == "none":
+    disabled (every modality it serves at limit 0) is no prefix-LM (config/model.py::
+    _supports_multimodal_for_mm_prefix over 0.27.0 multimodal/registry.py::supports_multimodal_inputs, 0.34.0
+    config/model.py::_supports_multimodal_inputs)."""
+    items = prefix_lm_item_tokens(arch) if arch.mm_prefix_lm else None
+    if not items or rules.mm_prefix_batch_floor == "none":
         return 0
     if rules.mm_prefix_batch_floor == "with_mm_inputs" and (
-        language_model_only or all(mm_limits.get(m, 1) == 0 for m in ("image", "video"))
+        language_model_only or all(mm_limits.get(m, 1) == 0 for m in items)
     ):
         return 0
-    return item[0]
+    return max(items.values())
 
 
 def _batched_tokens(
     rules: VllmRules,
-    given: int | None,
     default: int,
     *,
     model_len: int,
@@ -110,12 +148,10 @@ def _batched_tokens(
     chunked: bool,
     mm_floor: int = 0,
 ) -> int:
-    """max_num_batched_tokens as vLLM sets it (rules.batched_tokens_default) where vLLM does not force it to the
-    model length (resolve_limits): vllm 0.10.0 engine/arg_utils.py::_set_default_args_v1, 0.10.1-0.11.0 the same
-    function, 0.11.1+ _set_default_args (0.22.0 _set_default_max_num_seqs_and_batched_tokens_args, which raises it
-    to `mm_floor` before the cap)."""
-    if given is not None:
-        return given
+    """max_num_batched_tokens as vLLM sets it where the caller leaves it unset (rules.batched_tokens_default) and
+    vLLM does not force it to the model length (resolve_limits): vllm 0.10.0 engine/arg_utils.py::
+    _set_default_args_v1, 0.10.1-0.11.0 the same function, 0.11.1+ _set_default_args (0.22.0
+    _set_default_max_num_seqs_and_batched_tokens_args, which raises it to `mm_floor` before the cap)."""
     if rules.batched_tokens_default != "floored":
         return default if chunked else model_len
     tokens = max(default if chunked else max(model_len, default), mm_floor)
@@ -134,19 +170,18 @@ def resolve_limits(
     language_model_only: bool = False,
     mm_limits: dict[str, int] | None = None,
 ) -> EngineLimits:
-    model_len = max_model_len or int(derived_max_model_len(arch, rules))  # vLLM's default: the derived length
+    model_len = max_model_len or default_max_model_len(arch, rules)
     # vLLM matches the device name CUDA reports ("NVIDIA A100-SXM4-80GB"); a GPU given by memory has its label.
     defaults = rules.batch_defaults(gpu.device_name or gpu.name, gpu.cuda_total_bytes)
     seqs = max_num_seqs or defaults.max_num_seqs
     chunked = chunks_prefill(arch, rules, pooling=pooling)
     # 0.9.2-0.10.0 set a model that does not chunk to max_model_len, over the user's value too
     forced = not chunked and rules.batched_tokens_default == "forced_model_len"
-    tokens = (
+    unset = (
         model_len
         if forced
         else _batched_tokens(
             rules,
-            max_num_batched_tokens,
             defaults.max_num_batched_tokens,
             model_len=model_len,
             seqs=seqs,
@@ -156,7 +191,8 @@ def resolve_limits(
             ),
         )
     )
+    tokens = unset if forced or max_num_batched_tokens is None else max_num_batched_tokens
     if max_num_seqs is None and rules.max_num_seqs_capped_by_batched_tokens:
         seqs = min(seqs, tokens)  # vllm 0.10.1 engine/arg_utils.py::_set_default_args_v1
     given = max_num_batched_tokens is not None and not forced
-    return EngineLimits(model_len, seqs, tokens, chunked, given)
+    return EngineLimits(model_len, seqs, tokens, chunked, given, unset)

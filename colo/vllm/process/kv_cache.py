@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from math import ceil
 
 from colo.vllm.checkpoint.architecture import ModelArchitecture
+from colo.vllm.process.attention_type import without_kv_cache
 from colo.vllm.process.pipeline import Stage, kind_indices, layer_kind
 from colo.vllm.rules import VllmRules
 
@@ -207,11 +208,13 @@ def kv_geometry(
     rules: VllmRules | None = None,
     stage: Stage | None = None,
     prefix_caching: bool | None = None,
+    pooling: bool = False,
 ) -> KvGeometry | None:
     """The layer buckets of one model on one tensor-parallel rank of `stage` (None: every layer); None for
-    models without a KV cache (encoder-only). Without `rules`, the newest releases' grouping applies.
-    `prefix_caching`: what the server sets (None: the release's default), for recurrent-state pages."""
-    if arch.encoder_only:
+    models without a KV cache (an encoder, or a pooling decoder the release builds bidirectional:
+    colo.vllm.process.attention_type). Without `rules`, the newest releases' grouping applies and only an encoder
+    goes without. `prefix_caching`: what the server sets (None: the release's default), for recurrent-state pages."""
+    if without_kv_cache(arch, rules, pooling=pooling):
         return None
     if stage is not None and stage.size > 1:
         return _stage_geometry(

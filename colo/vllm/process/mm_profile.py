@@ -72,6 +72,10 @@ SIGLIP_IMAGE_SIZE = 896  # Gemma 3's checkpoints' vision_config.image_size
 # (_VIDEO_MAX_FRAMES) of 70 soft tokens (_VIDEO_MAX_SOFT_TOKENS) plus boi, eoi and ~6 timestamp tokens each.
 GEMMA4_TOKENS_PER_IMAGE = 280
 GEMMA4_VIDEO_TOKENS = 32 * (70 + 2 + 6)
+# A checkpoint with an audio tower adds audio: the processor's audio_seq_length, the most soft tokens one audio
+# item gives (transformers models/gemma4/processing_gemma4.py::Gemma4Processor.__init__, default 750: 30 s at
+# 40 ms a token). A processor_config.json may set another; colo does not read that file.
+GEMMA4_AUDIO_TOKENS = 750
 
 
 @dataclass(frozen=True)
@@ -154,17 +158,20 @@ def max_size_items(arch: ModelArchitecture, *, max_model_len: int) -> dict[str, 
     return items
 
 
-def prefix_lm_item_tokens(arch: ModelArchitecture) -> tuple[int, str] | None:
-    """The tokens of one maximum-size item of the most expensive modality, (tokens, modality), as vLLM's
-    engine/arg_utils.py::_get_min_mm_batched_tokens takes them from the processor's precomputed
-    `get_mm_max_tokens_per_item`; None where the processor has none (vLLM then sets no floor) or colo does not
-    read it. Gemma 4 only (image and video; the audio of a checkpoint with an audio_config is not counted)."""
+def prefix_lm_item_tokens(arch: ModelArchitecture) -> dict[str, int] | None:
+    """The tokens of one maximum-size item of each modality the model serves, as vLLM's engine/arg_utils.py::
+    _get_min_mm_batched_tokens takes them from the processor's precomputed `get_mm_max_tokens_per_item` (one item
+    of every supported modality, whatever its --limit-mm-per-prompt); None where the processor has none (vLLM
+    then sets no floor) or colo does not read it. Gemma 4 only: image and video, and audio where the checkpoint
+    has an audio tower (vllm 0.22.0 - 0.34.0 models/gemma4_mm.py: `tokens["audio"] = processor.audio_seq_length`
+    when its config's audio_config is set)."""
     v = arch.vision
     if v is None or arch.architecture != GEMMA4_ARCHITECTURE:
         return None
-    tokens = {"image": v.tokens_per_image or GEMMA4_TOKENS_PER_IMAGE, "video": GEMMA4_VIDEO_TOKENS}
-    modality = max(tokens, key=tokens.__getitem__)
-    return tokens[modality], modality
+    tokens = {"image": v.tokens_per_image or GEMMA4_TOKENS_PER_IMAGE}
+    if arch.audio_tower:
+        tokens["audio"] = GEMMA4_AUDIO_TOKENS
+    return {**tokens, "video": GEMMA4_VIDEO_TOKENS}
 
 
 def profiled_batch(

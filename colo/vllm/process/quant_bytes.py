@@ -32,6 +32,24 @@ FP32 = 4
 FP8_NATIVE_CAPABILITY = 89  # below: FP8 runs weight-only through Marlin
 
 
+def fp8_marlin(
+    weights: WeightFormat, release: QuantRelease, capability: int, *, experts: bool = False
+) -> bool:
+    """Whether vLLM runs these FP8 weights weight-only through Marlin (bf16 activations, no input quantization)
+    on a GPU of `capability` (major * 10 + minor): the one rule the weight layout and the graph kernels read.
+
+    Fused-MoE experts keep Marlin below 8.9 only (vllm 0.34.0 fused_moe/oracle/fp8.py tries Triton before
+    Marlin); block-wise linear layers follow the release's threshold (quant_methods.yaml fp8_block_marlin_below:
+    vllm 0.22.0 kernels/linear/scaled_mm/marlin.py::MarlinFP8ScaledMMLinearKernel.is_supported refuses 8.9 and
+    above; 0.29.0 drops that refusal, and 0.34.0 kernels/linear/__init__.py::_POSSIBLE_FP8_BLOCK_KERNELS tries
+    Marlin after the 9.0-only block kernels); 0.8.x runs no block-wise FP8 through Marlin (fp8_block_marlin)."""
+    if weights.strategy == "block" and not release.fp8_block_marlin:
+        return False
+    if weights.strategy == "block" and not experts:
+        return capability < release.fp8_block_marlin_below
+    return capability < FP8_NATIVE_CAPABILITY
+
+
 @dataclass(frozen=True)
 class Layout:
     """What decides a layout besides the format: vLLM's resolved method, the release, the GPU, the model dtype."""
@@ -47,13 +65,8 @@ class Layout:
         return self.file_dtype_bytes or self.dtype_bytes
 
     def fp8_marlin(self, weights: WeightFormat, *, experts: bool = False) -> bool:
-        """Fused-MoE experts keep Marlin below 8.9 only (vllm 0.34.0 fused_moe/oracle/fp8.py tries Triton before
-        Marlin); block-wise linear layers follow the release's threshold (quant_methods.yaml)."""
-        if weights.strategy == "block" and not self.release.fp8_block_marlin:
-            return False
-        if weights.strategy == "block" and not experts:
-            return self.capability < self.release.fp8_block_marlin_below
-        return self.capability < FP8_NATIVE_CAPABILITY
+        """`fp8_marlin` on this layout's release and GPU."""
+        return fp8_marlin(weights, self.release, self.capability, experts=experts)
 
     @property
     def gptq_exllama(self) -> bool:

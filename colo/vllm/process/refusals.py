@@ -1,7 +1,8 @@
 """What vLLM refuses before it sizes anything, in its own words: an architecture the release does not register,
 an engine colo does not mirror, a context longer than the model's, a tensor-parallel size that does not split the
 heads, a pipeline-parallel size the model class or the layers do not allow, a dtype the GPU or the model type
-cannot run, batch limits the scheduler config rejects.
+cannot run, a declared pooling the release cannot parse, batch limits the scheduler config rejects,
+bidirectional attention the release cannot build.
 
 Each refusal names the config key it belongs to (the stack's camelCase name), so `colo plan` and
 `colo estimate` can point at the setting to change.
@@ -14,7 +15,9 @@ from dataclasses import dataclass
 from colo.catalog import GpuSpec
 from colo.vllm.architectures import architecture_refusal
 from colo.vllm.checkpoint.architecture import ModelArchitecture
-from colo.vllm.process.engine_limits import EngineLimits, derived_max_model_len
+from colo.vllm.checkpoint.pooling import KNOWN_POOLING, release_declared_pooling
+from colo.vllm.process.attention_type import bidirectional_failure
+from colo.vllm.process.engine_limits import EngineLimits, derived_max_model_len, trained_limit
 from colo.vllm.process.engine_select import v0_fallback_features, v0_fallback_message
 from colo.vllm.process.model_dtype import dtype_refusals
 from colo.vllm.rules import (
@@ -55,19 +58,24 @@ def max_model_len_refusal(
     rules: VllmRules, arch: ModelArchitecture, settings: ServerSettings
 ) -> Refusal | None:
     """`_get_and_verify_max_len` (vllm 0.8.0 config.py .. 0.33.0 config/model.py): a user max_model_len above
-    the derived one is refused unless the config's model_max_length allows it or the override is set."""
+    the derived one is refused unless the config's model_max_length allows it or the override is set. A
+    NomicBertModel's releases up to 0.21.0 then verify it again against its trained length (trained_limit)."""
     wanted = settings.max_model_len
-    limit = derived_max_model_len(
-        arch, rules
-    )  # an int, or a float after a RoPE factor (vLLM prints 131072.0)
-    if wanted is None or wanted <= limit or settings.allow_long_max_model_len:
+    if wanted is None or settings.allow_long_max_model_len:
         return None
     if arch.model_max_length is not None and wanted <= arch.model_max_length:
         return None
+    # an int, or a float after a RoPE factor (vLLM prints 131072.0)
+    limits = [(arch.max_model_len_key, derived_max_model_len(arch, rules))]
+    if (trained := trained_limit(arch, rules)) is not None:
+        limits.append(("max_position_embeddings", trained))
+    over = next(((key, limit) for key, limit in limits if wanted > limit), None)
+    if over is None:
+        return None
+    key, limit = over
     msg = (
         f"User-specified max_model_len ({wanted}) is greater than the derived max_model_len "
-        f"({arch.max_model_len_key}={limit} or model_max_length={arch.model_max_length} in model's "
-        f"config.json)."
+        f"({key}={limit} or model_max_length={arch.model_max_length} in model's config.json)."
     )
     if rules.max_model_len_error == "0.8.0":
         text = (
@@ -83,8 +91,8 @@ def max_model_len_refusal(
         )
     return Refusal(
         "maxModelLen",
-        f"ValueError: {text} [fix: maxModelLen at most {int(limit)}, or allowLongMaxModelLen: true if the "
-        f"model really handles longer inputs]",
+        f"ValueError: {text} [fix: maxModelLen at most {int(min(lim for _, lim in limits))}, or "
+        f"allowLongMaxModelLen: true if the model really handles longer inputs]",
     )
 
 
@@ -170,6 +178,29 @@ def pipeline_parallel_refusal(
     return None
 
 
+def declared_pooling_refusal(
+    rules: VllmRules, arch: ModelArchitecture, version: str, *, pooling: bool
+) -> Refusal | None:
+    """`get_pooling_config` (vllm 0.10.1-0.13.0 transformers_utils/config.py) names the pooling by the first key
+    the checkpoint's sentence-transformers Pooling config sets true and raises on a name it does not know
+    (get_pooling_config_name), on a pooling server (`pooling`: ModelConfig._init_pooler_config). A server
+    without --runner would read it too, to resolve its runner (_get_default_runner_type), but colo's LLM passes
+    --runner generate wherever a Pooling module is declared (colo.vllm.serve_args._generation_args), and vLLM
+    then never reads it. Earlier releases ignore such a name, later ones skip it (rules.unknown_pooling)."""
+    declared = release_declared_pooling(arch, rules)
+    if not pooling or rules.unknown_pooling != "raises" or not declared or declared[0] in KNOWN_POOLING:
+        return None
+    first = declared[0]
+    skipped = first_release_where(lambda r: r.unknown_pooling == "skipped")
+    return Refusal(
+        "vllm.version",
+        f"NotImplementedError: Pooling type {first} not supported (vLLM {version} takes the pooling from the first "
+        f"key set true in the config.json of the checkpoint's sentence-transformers Pooling module, which "
+        f"modules.json names, and knows only {', '.join(KNOWN_POOLING)}) [fix: vLLM {skipped} or later, which "
+        f"skips a pooling type it does not know, or a checkpoint whose Pooling config sets one of those first]",
+    )
+
+
 def batch_limits_refusal(limits: EngineLimits) -> Refusal | None:
     """`SchedulerConfig.verify_max_model_len` over the limits vLLM will run with (vllm 0.11.1-0.34.0
     config/scheduler.py; the same checks and words in `SchedulerConfig._verify_args`, 0.9.2-0.10.0 config.py,
@@ -224,7 +255,9 @@ def vllm_refusals(
     )
     if unserved is not None:
         return [Refusal(unserved.key, unserved.message)]  # nothing else matters for a model vLLM cannot load
-    refusals: list[Refusal] = [Refusal("dtype", text) for text in dtype_refusals(arch, rules, gpu)]
+    pooling = declared_pooling_refusal(rules, arch, settings.version, pooling=settings.pooling)
+    refusals: list[Refusal] = [pooling] if pooling is not None else []
+    refusals += [Refusal("dtype", text) for text in dtype_refusals(arch, rules, gpu)]
     features = v0_fallback_features(
         rules,
         arch,
@@ -237,6 +270,9 @@ def vllm_refusals(
     if features:
         refusals.append(Refusal("vllm.version", v0_fallback_message(settings.version, features)))
     refusals += missing_flag_refusals(rules, settings)
+    failure = bidirectional_failure(arch, rules, settings.version) if settings.pooling else None
+    if failure is not None:
+        refusals.append(Refusal("vllm.version", failure))
     for refusal in (
         max_model_len_refusal(rules, arch, settings),
         tensor_parallel_refusal(arch, settings.tensor_parallel_size),

@@ -142,7 +142,7 @@ def _gdn(inv: Inventory, arch: ModelArchitecture, prefix: str, tp: int) -> None:
 
 def _dense_mlp(inv: Inventory, arch: ModelArchitecture, prefix: str, width: int, part: str, tp: int) -> None:
     h = arch.hidden_size
-    gated = not arch.encoder_only  # BERT-style MLPs have no gate projection
+    gated = not arch.encoder_only or arch.gated_encoder_mlp  # BERT-style MLPs have no gate projection
     gate_up = (
         _fused(prefix, "gate_up_proj", ("gate_proj", "up_proj")) if gated else ModuleRef(f"{prefix}.up_proj")
     )
@@ -240,19 +240,60 @@ def stage_holds(arch: ModelArchitecture, stage: Stage) -> tuple[bool, bool, bool
     return embedding, stage.last or every[1], stage.last or every[2]
 
 
+def _encoder_tensors(inv: Inventory, arch: ModelArchitecture, tp: int) -> None:
+    """What an encoder holds beside its decoder-shaped layers. BERT-style: position and token-type embeddings, the
+    embedding norm, and every layer's biases and norms. bert_with_rope (vllm 0.22.0 models/bert_with_rope.py::
+    BertWithRopeEmbedding: no position table; token types a VocabParallelEmbedding, padded like the vocabulary):
+    the token types, the embedding norm, and every layer's qkv, output and down biases and its two norms
+    (GteNewModel.__init__ drops gate_up_proj's bias). NomicBertModel, a BertWithRope too: the same without
+    biases, or with every linear's, the MLP's gate_up or up included, where its config's qkv_proj_bias is set
+    (`bias=config.bias`). ModernBERT (models/modernbert.py): the embedding norm only."""
+    h = arch.hidden_size
+    if arch.encoder_rope == "none":
+        inv.tensors("embedding", (arch.max_position_embeddings + 2) * h + 4 * h, "replicated", tp)
+        inv.tensors("small_tensors", arch.num_layers * (arch.intermediate_size + 9 * h), "replicated", tp)
+    elif arch.encoder_rope in ("bert_with_rope", "nomic_bert"):
+        types = arch.type_vocab_size
+        inv.dense.append(DenseTensors("embedding", padded_vocab(types) * h if types else 0, types * h))
+        gte = arch.encoder_rope == "bert_with_rope"
+        inv.tensors("small_tensors", 2 * h + arch.num_layers * (9 if gte else 4) * h, "replicated", tp)
+        if arch.encoder_linear_bias and not gte:  # qkv and gate_up / up split, out_proj and down_proj not
+            mlp = (2 if arch.gated_encoder_mlp else 1) * arch.intermediate_size
+            inv.tensors("small_tensors", arch.num_layers * (3 * h + mlp), "column", tp)
+            inv.tensors("small_tensors", arch.num_layers * 2 * h, "replicated", tp)
+    else:
+        inv.tensors("small_tensors", h, "replicated", tp)
+
+
 def _embeddings(inv: Inventory, arch: ModelArchitecture, tp: int, *, pooling: bool, stage: Stage) -> None:
     h, vocab = arch.hidden_size, arch.vocab_size
     embedding, norm, lm_head = stage_holds(arch, stage)
     if embedding:
         inv.dense.append(DenseTensors("embedding", padded_vocab(vocab) * h // tp, vocab * h))
-    if arch.encoder_only:  # position and token-type embeddings, embedding norm
-        inv.tensors("embedding", (arch.max_position_embeddings + 2) * h + 4 * h, "replicated", tp)
-        inv.tensors("small_tensors", arch.num_layers * (arch.intermediate_size + 9 * h), "replicated", tp)
+    if arch.encoder_only:
+        _encoder_tensors(inv, arch, tp)
     if norm:
         inv.tensors("small_tensors", h, "replicated", tp)  # final norm
     if lm_head and not (arch.tie_word_embeddings or pooling or arch.encoder_only):
         head = ModuleRef("lm_head", kind="lm_head", class_name="ParallelLMHead")
         inv.linears.append(LinearShape(head, "lm_head", h, padded_vocab(vocab) // tp, h, vocab))
+
+
+def vision_tensor_sizes(arch: ModelArchitecture, tp: int) -> list[int]:
+    """The large tensors of a Qwen-VL style tower on one rank, in the order vLLM builds them (`vllm 0.22.0
+    models/qwen3_vl.py::Qwen3_VisionTransformer.__init__`: patch embedding, merger, then the blocks' qkv,
+    proj, linear_fc1 and linear_fc2), the geometry `hf_config.vision_parameters` counts; empty where the config
+    does not state the tower's depth."""
+    v = arch.vision
+    if v is None or not v.depth or not v.hidden_size:
+        return []
+    h, element = v.hidden_size, arch.dtype_bytes
+    inter = v.intermediate_size or 4 * h
+    merger_in = h * v.spatial_merge_size**2
+    sizes = [v.in_channels * v.temporal_patch_size * v.patch_size**2 * h * element]
+    sizes += [merger_in * merger_in // tp * element, merger_in * v.out_hidden_size // tp * element]
+    block = [3 * h * h // tp, h * h // tp, h * inter // tp, inter * h // tp]
+    return sizes + [n * element for n in block] * v.depth
 
 
 def module_inventory(

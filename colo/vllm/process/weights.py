@@ -23,6 +23,8 @@ from colo.vllm.checkpoint.architecture import ModelArchitecture
 from colo.vllm.checkpoint.quant_matching import module_format
 from colo.vllm.checkpoint.quant_methods import ResolvedQuantization, log_informed, resolve_quantization
 from colo.vllm.checkpoint.quantization import UNQUANTIZED, WeightFormat
+from colo.vllm.process.allocator import block_overhead
+from colo.vllm.process.engine_limits import default_max_model_len
 from colo.vllm.process.pipeline import Stage
 from colo.vllm.process.quant_bytes import Layout, linear_checkpoint_bytes, linear_gpu_bytes
 from colo.vllm.process.weight_modules import (
@@ -31,7 +33,9 @@ from colo.vllm.process.weight_modules import (
     LinearShape,
     module_inventory,
     mtp_inventory,
+    vision_tensor_sizes,
 )
+from colo.vllm.rules import VllmRules, rules_for, supported_range
 
 PARTS = (
     "embedding",
@@ -197,6 +201,73 @@ def _tally(arch: ModelArchitecture, inv: Inventory, resolved: ResolvedQuantizati
     return tally
 
 
+def _linear_tensor(w: WeightFormat | None, linear: LinearShape, layout: Layout) -> int | None:
+    """A linear's weight tensor as vLLM allocates it at construction, where it keeps that tensor: full precision,
+    and FP8 outside Marlin (whose repacking replaces it after loading). None: a format colo does not follow."""
+    if w is None:
+        return linear.k * linear.n * layout.dtype_bytes
+    if w.kind == "fp8" and not layout.fp8_marlin(w):
+        return linear.k * linear.n
+    return None
+
+
+def _expert_tensors(w: WeightFormat | None, stack: ExpertStack, layout: Layout) -> list[int] | None:
+    """A fused-MoE layer's w13 and w2 stacks (`FusedMoE` allocates each as one tensor), full precision only:
+    the FP8 MoE methods hand their weights to backends that may re-lay them after loading."""
+    if w is not None:
+        return None
+    w2 = stack.experts * stack.hidden * stack.inter * layout.dtype_bytes
+    return [2 * w2, w2]
+
+
+def _tensor_sizes(
+    arch: ModelArchitecture,
+    inv: Inventory,
+    resolved: ResolvedQuantization,
+    layout: Layout,
+    rotary: tuple[int, ...],
+) -> list[int] | None:
+    """The large tensors of one rank in build order: the vision tower (built first by the multimodal wrappers),
+    the embedding, the rotary cache, the layers' linears and expert stacks, the lm_head last. None where a
+    format is re-laid after loading (colo.vllm.process.allocator counts blocks of tensors allocated once)."""
+    if resolved.scheme.online:
+        return None
+    sizes = vision_tensor_sizes(arch, 1) if arch.vision_parameters else []
+    singles = [
+        d.elements * layout.dtype_bytes for d in inv.dense if d.part not in ("small_tensors", "vision")
+    ]
+    sizes += [*singles, *rotary]
+    heads: list[int] = []
+    for linear in inv.linears:
+        tensor = _linear_tensor(
+            module_format(resolved.scheme, linear.module, resolved.release), linear, layout
+        )
+        if tensor is None:
+            return None
+        (heads if linear.part == "lm_head" else sizes).append(tensor)
+    for stack in inv.experts:
+        stacks = _expert_tensors(
+            module_format(resolved.scheme, stack.module, resolved.release), stack, layout
+        )
+        if stacks is None:
+            return None
+        sizes += stacks
+    return sizes + heads
+
+
+def allocator_blocks(
+    arch: ModelArchitecture,
+    inv: Inventory,
+    resolved: ResolvedQuantization,
+    layout: Layout,
+    rotary: tuple[int, ...],
+) -> int:
+    """What PyTorch's allocator blocks add to the tensors on one rank (colo.vllm.process.allocator); 0 where
+    the tensors vLLM keeps are not the ones it allocated."""
+    sizes = _tensor_sizes(arch, inv, resolved, layout, rotary)
+    return 0 if sizes is None else block_overhead(sizes)
+
+
 def resolved_for(
     arch: ModelArchitecture, gpu: GpuSpec | None, vllm_version: str | None
 ) -> ResolvedQuantization:
@@ -214,6 +285,74 @@ def _resolved(
         capability=capability,
         model_type=arch.model_type,
     )
+
+
+def rotary_bytes(arch: ModelArchitecture, vllm_version: str | None, max_model_len: int | None = None) -> int:
+    """The cos/sin caches `get_rope` leaves on the device. An M-RoPE cache holds the release's positions factor
+    times max_position_embeddings rows (`vllm 0.22.0 model_executor/layers/rotary_embedding/mrope.py::
+    MRotaryEmbedding.__init__`: `cache_max_position_num = max_position_embeddings * 4`; 0.32+ the Qwen3 model
+    files pass 1, rules.yaml `mrope_cache_factor_qwen3`). `max_model_len`: the engine's, where a cache is sized
+    by it (None: vLLM's default)."""
+    return sum(rotary_caches(arch, vllm_version, max_model_len))
+
+
+def rotary_caches(
+    arch: ModelArchitecture, vllm_version: str | None, max_model_len: int | None = None
+) -> tuple[int, ...]:
+    """The rotary caches as the allocator sees them (colo.vllm.process.allocator): an encoder's one by one, a
+    decoder's as one tensor of their total."""
+    rules = rules_for(vllm_version or supported_range()[1])
+    arch = release_rotary_rows(arch, rules)
+    if arch.encoder_only:
+        return encoder_rotary_caches(arch, vllm_version, max_model_len)
+    if not arch.mrope:
+        return (arch.rotary_cache_bytes,)
+    qwen3 = arch.architecture.startswith("Qwen3")
+    factor = rules.mrope_cache_factor_qwen3 if qwen3 else rules.mrope_cache_factor_other
+    return (arch.rotary_cache_bytes * factor,)
+
+
+def release_rotary_rows(arch: ModelArchitecture, rules: VllmRules) -> ModelArchitecture:
+    """The geometry with the release's rows for a dynamic-NTK cache: max_position x factor up to 0.21.0,
+    max_position from 0.22.0 (vllm 0.22.0 model_executor/layers/rotary_embedding/dynamic_ntk_scaling_rope.py::
+    DynamicNTKScalingRotaryEmbedding._compute_cos_sin_cache; rules.yaml dynamic_ntk_cache_rows)."""
+    if rules.dynamic_ntk_cache_rows == "scaled" or not arch.rotary_cache_rows_unscaled_dynamic:
+        return arch
+    return replace(arch, rotary_cache_rows=arch.rotary_cache_rows_unscaled_dynamic)
+
+
+def encoder_rotary_caches(
+    arch: ModelArchitecture, vllm_version: str | None, max_model_len: int | None = None
+) -> tuple[int, ...]:
+    """An encoder's cos/sin caches: none with absolute positions (BERT, RoBERTa: no rotary embedding at all).
+    A bert_with_rope encoder (GTE) holds one, of max_position_embeddings rows in the model dtype (vllm 0.9.0 -
+    0.34.0 models/bert_with_rope.py::BertWithRopeAttention.__init__: `get_rope(**rotary_kwargs)`, the same
+    arguments in every layer, so get_rope's cache hands every layer the same module). NomicBertModel's one has
+    its trained length's rows up to 0.21.0 and max_model_len's (`max_model_len`, None: vLLM's default) from
+    0.22.0 (rules.yaml nomic_context), rotary_emb_fraction x head_dim wide. ModernBERT's are
+    max_position_embeddings x head_dim, one per layer or per distinct theta, in float16 or the model dtype by
+    release (rules.yaml modernbert_rotary_caches, modernbert_rotary_float16)."""
+    if arch.encoder_rope == "bert_with_rope":
+        return (arch.rotary_cache_bytes,)
+    if arch.encoder_rope not in ("nomic_bert", "modernbert"):
+        return ()
+    rules = rules_for(vllm_version or supported_range()[1])
+    if arch.encoder_rope == "nomic_bert":
+        return (nomic_rotary_rows(arch, rules, max_model_len) * (arch.rotary_dim or 0) * arch.dtype_bytes,)
+    element = 2 if rules.modernbert_rotary_float16 else arch.dtype_bytes
+    per_layer = rules.modernbert_rotary_caches == "per_layer"
+    rows = (arch.max_position_embeddings,) * arch.num_layers if per_layer else arch.rotary_cache_rows
+    return tuple(count * arch.head_dim * element for count in rows)
+
+
+def nomic_rotary_rows(arch: ModelArchitecture, rules: VllmRules, max_model_len: int | None) -> int:
+    """Rows of NomicBertModel's cos/sin cache: get_rope's max_position is max_trained_positions up to 0.21.0
+    (arch.rotary_cache_rows, under the config's rope scaling), the engine's max_model_len from 0.22.0 (vllm
+    0.22.0 models/config.py::NomicBertModelConfig.verify_and_update_model_config; the default rope and dynamic
+    NTK, the context extension it passes max_trained_positions for, keep max_position rows)."""
+    if rules.nomic_context == "trained_positions":
+        return sum(arch.rotary_cache_rows)
+    return max_model_len or default_max_model_len(arch, rules)
 
 
 def _skipped_checkpoint_parts(
@@ -268,17 +407,28 @@ def estimate_weights(
     gpu: GpuSpec | None = None,
     vllm_version: str | None = None,
     stage: Stage | None = None,
+    max_model_len: int | None = None,
 ) -> WeightEstimate:
     """Bytes on one of `tensor_parallel_size` ranks after loading, for `vllm_version` (None: the newest colo
     knows) on `gpu` (None: one with native FP8). Rotary caches are included; transient load-time copies are not.
     `load_vision` False: the vision tower is not built (--language-model-only, or no image or video allowed).
-    `stage`: one pipeline stage's layers, embedding and head (None: the whole model).
+    `stage`: one pipeline stage's layers, embedding and head (None: the whole model). `max_model_len`: the
+    engine's, read only where a rotary cache is sized by it (NomicBertModel from 0.22.0; None: vLLM's default).
 
     The figure depends on the GPU only through its compute capability; the planner sizes one process many
     times while it searches utilizations (and `colo pack` many pairs), so equal questions are answered once."""
     capability = gpu.compute_capability if gpu else None
+    length = max_model_len if arch.encoder_rope == "nomic_bert" else None  # one cache entry for the others
     return _estimate(
-        _ArchKey(arch), pooling, load_mtp, load_vision, tensor_parallel_size, capability, vllm_version, stage
+        _ArchKey(arch),
+        pooling,
+        load_mtp,
+        load_vision,
+        tensor_parallel_size,
+        capability,
+        vllm_version,
+        stage,
+        length,
     )
 
 
@@ -323,6 +473,7 @@ def _estimate(
     gpu_capability: tuple[int, int] | None,
     vllm_version: str | None,
     stage: Stage | None,
+    max_model_len: int | None,
 ) -> WeightEstimate:
     arch = with_stored_width(key.arch)
     resolved = _resolved(arch, gpu_capability, vllm_version)
@@ -335,7 +486,17 @@ def _estimate(
         arch.checkpoint_dtype_bytes if arch.checkpoint_dtype_bytes != arch.dtype_bytes else 0,
     )
     if load_vision or not arch.vision_parameters:
-        return _loaded_weights(arch, resolved, layout, tensor_parallel_size, 0, pooling, load_mtp, stage)
+        return _loaded_weights(
+            arch,
+            resolved,
+            layout,
+            tensor_parallel_size,
+            0,
+            pooling,
+            load_mtp,
+            stage,
+            rotary_caches(arch, vllm_version, max_model_len),
+        )
     # The tower's file bytes are read but never loaded: by part where headers were read, else by geometry.
     text_only = replace(arch, vision_parameters=0)
     tower = arch.checkpoint_bytes_by_part.get("vision")
@@ -345,7 +506,17 @@ def _estimate(
         tower = sum(whole.checkpoint.values()) - sum(
             _geometry_bytes(text_only, resolved, layout, 1, **flags).checkpoint.values()
         )
-    return _loaded_weights(text_only, resolved, layout, tensor_parallel_size, tower, pooling, load_mtp, stage)
+    return _loaded_weights(
+        text_only,
+        resolved,
+        layout,
+        tensor_parallel_size,
+        tower,
+        pooling,
+        load_mtp,
+        stage,
+        rotary_caches(arch, vllm_version, max_model_len),
+    )
 
 
 def _loaded_weights(
@@ -357,17 +528,23 @@ def _loaded_weights(
     pooling: bool,
     load_mtp: bool,
     stage: Stage | None = None,
+    rotary_tensors: tuple[int, ...] = (),
 ) -> WeightEstimate:
     flags = {"pooling": pooling, "load_mtp": load_mtp}
     tally = _stage_bytes(arch, resolved, layout, tensor_parallel_size, stage, **flags)
     # get_rope caches each distinct rotary embedding once per process: on every stage with an attention layer
-    attention_free = arch.encoder_only or (stage is not None and stage.layers == 0)
-    rotary = 0 if attention_free else arch.rotary_cache_bytes
+    # (an encoder without rotary embeddings comes with none)
+    attention_free = stage is not None and stage.layers == 0
+    rotary_cache = sum(rotary_tensors)
+    rotary = 0 if attention_free else rotary_cache
     detail = {**tally.gpu, "rotary": rotary}
     rank_bytes = sum(detail.values())
+    inv = module_inventory(arch, tensor_parallel_size=tensor_parallel_size, stage=stage, **flags)
+    blocks = allocator_blocks(arch, inv, resolved, layout, rotary_tensors if rotary else ())
+    detail["allocator_blocks"] = blocks
     parameters = parameter_parts(arch, pooling=pooling, load_mtp=load_mtp).total
     if arch.checkpoint_bytes is None:
-        return WeightEstimate(rank_bytes, parameters, "geometry", detail, resolved.method)
+        return WeightEstimate(rank_bytes + blocks, parameters, "geometry", detail, resolved.method)
     # Exact file bytes: what the geometry did not foresee in the file is spread over the ranks like the rest.
     loaded = (
         arch.checkpoint_bytes
@@ -383,8 +560,11 @@ def _loaded_weights(
     unexplained = loaded - sum(whole.checkpoint.values())
     if resolved.method == "none" and arch.checkpoint_dtype_bytes != arch.dtype_bytes:
         unexplained = unexplained * arch.dtype_bytes // arch.checkpoint_dtype_bytes  # cast like the rest
-    whole_rotary = 0 if arch.encoder_only else arch.rotary_cache_bytes
-    detail["checkpoint_residual"] = unexplained * rank_bytes // (sum(whole.gpu.values()) + whole_rotary)
+    detail["checkpoint_residual"] = unexplained * rank_bytes // (sum(whole.gpu.values()) + rotary_cache)
     return WeightEstimate(
-        rank_bytes + detail["checkpoint_residual"], parameters, "safetensors", detail, resolved.method
+        rank_bytes + detail["checkpoint_residual"] + blocks,
+        parameters,
+        "safetensors",
+        detail,
+        resolved.method,
     )

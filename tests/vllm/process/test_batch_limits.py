@@ -6,9 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from colo.vllm import EstimateRefused, EstimateRequest, estimate
-from colo.vllm.process.engine_limits import EngineLimits
+from colo.catalog import gpu
+from colo.vllm import EstimateRefused, EstimateRequest, catalog_architecture, estimate
+from colo.vllm.checkpoint.architecture import ModelArchitecture
+from colo.vllm.checkpoint.hf_config import from_hf_config
+from colo.vllm.process.engine_limits import EngineLimits, resolve_limits
+from colo.vllm.process.mm_profile import prefix_lm_item_tokens
 from colo.vllm.process.refusals import batch_limits_refusal
+from colo.vllm.rules import rules_for
 from tests.vllm.helpers import process
 
 
@@ -114,6 +119,20 @@ def test_up_to_0100_vllm_replaces_a_given_batch_without_chunked_prefill() -> Non
     assert refusal is not None and refusal.key == "maxNumBatchedTokens"
 
 
+def test_a_given_batch_equal_to_the_default_or_replaced_by_vllm_runs_as_unset() -> None:
+    """The limits keep the batch vLLM sets unset beside the one it runs, so a plan can tell a flag that changes
+    the engine from one that does not."""
+    unset = process("Qwen/Qwen3-8B", "L40S", "0.22.0", max_model_len=512).limits
+    assert unset.batched_tokens_as_unset
+    default = unset.max_num_batched_tokens
+    same = process("Qwen/Qwen3-8B", "L40S", "0.22.0", max_model_len=512, max_num_batched_tokens=default)
+    assert same.limits.batched_tokens_given and same.limits.batched_tokens_as_unset
+    other = process("Qwen/Qwen3-8B", "L40S", "0.22.0", max_model_len=512, max_num_batched_tokens=default // 2)
+    assert not other.limits.batched_tokens_as_unset
+    replaced = process("BAAI/bge-m3", "L40S", "0.10.0", max_model_len=1024, max_num_batched_tokens=512).limits
+    assert replaced.batched_tokens_as_unset
+
+
 def _request(**fields: object) -> EstimateRequest:
     return EstimateRequest(model="Qwen/Qwen3-8B", vllm_version="0.22.0", gpu="L40S", **fields)  # type: ignore[arg-type]
 
@@ -180,3 +199,82 @@ def test_from_0270_a_gemma4_without_multimodal_inputs_is_no_prefix_lm() -> None:
     assert _gemma4_batch("0.27.0", "L40S", limit_mm_per_prompt={"image": 0, "video": 0}) == 2048
     assert _gemma4_batch("0.27.0", "L40S", limit_mm_per_prompt={"image": 0}) == 2496
     assert _gemma4_batch("0.26.0", "L40S", language_model_only=True) == 2496
+
+
+# A Hub-style config.json shaped like Gemma 4 E2B's: a vision and an audio tower beside the text model. The audio
+# block has transformers' Gemma4AudioConfig defaults (the E2B/E4B tower: 12 conformer layers, 1024 wide); the
+# text sizes are E2B-like, and only the towers and use_bidirectional_attention matter to the batch floor.
+GEMMA4_WITH_AUDIO: dict[str, object] = {
+    "architectures": ["Gemma4ForConditionalGeneration"],
+    "model_type": "gemma4",
+    "tie_word_embeddings": True,
+    "text_config": {
+        "model_type": "gemma4_text",
+        "hidden_size": 1536,
+        "intermediate_size": 6144,
+        "num_hidden_layers": 35,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 1,
+        "head_dim": 256,
+        "global_head_dim": 512,
+        "sliding_window": 512,
+        "max_position_embeddings": 131072,
+        "vocab_size": 262144,
+        "dtype": "bfloat16",
+        "use_bidirectional_attention": "vision",
+    },
+    "vision_config": {
+        "model_type": "gemma4_vision",
+        "hidden_size": 768,
+        "intermediate_size": 3072,
+        "num_hidden_layers": 16,
+        "num_attention_heads": 12,
+        "patch_size": 16,
+        "default_output_length": 280,
+    },
+    "audio_config": {
+        "model_type": "gemma4_audio",
+        "hidden_size": 1024,
+        "num_hidden_layers": 12,
+        "num_attention_heads": 8,
+        "output_proj_dims": 1536,
+        "subsampling_conv_channels": [128, 32],
+        "conv_kernel_size": 5,
+    },
+}
+
+
+def _gemma4_floor(arch: ModelArchitecture, version: str, **limits: int) -> int:
+    return resolve_limits(
+        arch,
+        gpu("L40S"),
+        rules_for(version),
+        max_model_len=16384,
+        max_num_seqs=None,
+        max_num_batched_tokens=None,
+        mm_limits=limits,
+    ).max_num_batched_tokens
+
+
+def test_a_gemma4_with_an_audio_tower_counts_audio_among_the_items_vllm_reports() -> None:
+    """vllm 0.22.0 and 0.34.0 models/gemma4_mm.py::get_mm_max_tokens_per_item: audio's
+    processor.audio_seq_length (750) where the config has an audio_config; a video (2496) still costs most."""
+    arch = from_hf_config(GEMMA4_WITH_AUDIO, "acme/gemma-4-e2b-like")
+    assert arch.audio_tower and arch.mm_prefix_lm
+    assert prefix_lm_item_tokens(arch) == {"image": 280, "audio": 750, "video": 2496}
+    without = from_hf_config({**GEMMA4_WITH_AUDIO, "audio_config": None}, "acme/gemma-4-no-audio")
+    assert not without.audio_tower
+    assert prefix_lm_item_tokens(without) == {"image": 280, "video": 2496}
+    shipped = catalog_architecture(GEMMA4)  # 31B: no audio tower, so its figures stay
+    assert not shipped.audio_tower and prefix_lm_item_tokens(shipped) == {"image": 280, "video": 2496}
+    assert _gemma4_floor(arch, "0.22.0") == _gemma4_floor(shipped, "0.22.0") == 2496
+
+
+def test_from_0270_a_gemma4_with_an_audio_tower_keeps_its_floor_while_audio_is_allowed() -> None:
+    """0.27.0 multimodal/registry.py::supports_multimodal_inputs asks every modality the processor supports,
+    audio included, and the floor is still the largest item vLLM reports (the video's), whatever the limits."""
+    arch = from_hf_config(GEMMA4_WITH_AUDIO, "acme/gemma-4-e2b-like")
+    assert _gemma4_floor(arch, "0.27.0", image=0, video=0) == 2496
+    assert _gemma4_floor(arch, "0.34.0", image=0, video=0) == 2496
+    assert _gemma4_floor(arch, "0.27.0", image=0, video=0, audio=0) == 2048
+    assert _gemma4_floor(catalog_architecture(GEMMA4), "0.27.0", image=0, video=0) == 2048

@@ -9,8 +9,10 @@ import pytest
 
 from colo.catalog import GIB, MIB
 from colo.vllm.calibration import CalibrationEntry
-from colo.vllm.checkpoint.architecture import MlaGeometry
+from colo.vllm.checkpoint.architecture import MlaGeometry, ModelArchitecture
 from colo.vllm.checkpoint.catalog import catalog_architecture
+from colo.vllm.checkpoint.quant_methods import quant_release
+from colo.vllm.checkpoint.quantization import QuantizationScheme
 from colo.vllm.process.budget import ProcessBudget, size_process
 from colo.vllm.process.calibrated import calibrated
 from colo.vllm.process.cudagraph import (
@@ -25,6 +27,7 @@ from colo.vllm.process.cudagraph import (
     layer_kernels,
     piece_pool_bytes,
 )
+from colo.vllm.process.quant_bytes import Layout
 from colo.vllm.rules import measured_constants, releases, rules_for
 from tests.vllm.helpers import process, sized
 
@@ -32,8 +35,11 @@ EMBEDDING = "Qwen/Qwen3-Embedding-0.6B"
 DENSE = "Qwen/Qwen3-32B"
 MOE = "Qwen/Qwen3-30B-A3B"
 FP8 = "Qwen/Qwen3-32B-FP8"
+MOE_FP8 = "Qwen/Qwen3-30B-A3B-FP8"
+CHANNEL_FP8 = "RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic"
 HYBRID_FP8 = "Qwen/Qwen3.6-27B-FP8"
 HOPPER = (9, 0)
+ADA = (8, 9)
 
 
 def _h200(model: str, **kwargs: object) -> ProcessBudget:
@@ -139,9 +145,28 @@ def test_a_gated_deltanet_model_pools_its_mlp_with_the_projection_z_keeps_or_its
     assert piece_pool_bytes(dense, 512, 1, factor) == (2 * 51 + 2) * MIB
 
 
-def _kernels_per_layer(model: str, capability: tuple[int, int] = HOPPER) -> float:
+def _kernels_per_layer(
+    model: str | ModelArchitecture,
+    capability: tuple[int, int] = HOPPER,
+    version: str = "0.22.0",
+    *,
+    flashinfer: bool = False,
+) -> float:
+    """Kernels per layer; without FlashInfer unless asked, so that Hopper keeps the DeepGEMM / CUTLASS path, whose
+    quantizations the fusion passes see."""
+    arch = catalog_architecture(model) if isinstance(model, str) else model
+    k = measured_constants().cudagraph_kernels
+    kernels = layer_kernels(arch, k, capability, quant_release(version), flashinfer=flashinfer)
+    return kernels / arch.num_layers
+
+
+def _per_tensor(model: str) -> ModelArchitecture:
+    """The checkpoint with its FP8 weights scaled per tensor (one scale per linear)."""
     arch = catalog_architecture(model)
-    return layer_kernels(arch, measured_constants().cudagraph_kernels, capability) / arch.num_layers
+    group = arch.quant_scheme.groups[0]
+    weights = replace(group.weights, strategy="tensor", block=(0, 0))
+    scheme: QuantizationScheme = replace(arch.quant_scheme, groups=(replace(group, weights=weights),))
+    return replace(arch, quant_scheme=scheme)
 
 
 def test_a_dense_bf16_layer_keeps_twelve_kernels() -> None:
@@ -160,13 +185,130 @@ def test_block_fp8_adds_the_quantization_no_fusion_pass_absorbs_and_none_where_m
     assert _kernels_per_layer(FP8, (8, 0)) == 12  # weight-only Marlin below compute capability 8.9
 
 
+def test_an_ada_block_fp8_model_counts_no_activation_quantization_where_its_release_runs_marlin_there() -> (
+    None
+):
+    # 0.29+ (fp8_block_marlin_below 90): block-FP8 linears on 8.9 take Marlin, weight-only on bf16 input (vllm
+    # 0.34.0 kernels/linear/__init__.py::_POSSIBLE_FP8_BLOCK_KERNELS, utils/marlin_utils_fp8.py::
+    # apply_fp8_marlin_linear): the bf16 layer's 12; before (Marlin refuses 8.9), the o_proj quantization too
+    assert (
+        quant_release("0.34.0").fp8_block_marlin_below == quant_release("0.29.0").fp8_block_marlin_below == 90
+    )
+    assert _kernels_per_layer(FP8, ADA, "0.29.0") == _kernels_per_layer(FP8, ADA, "0.34.0") == 12
+    assert _kernels_per_layer(FP8, ADA, "0.28.0") == _kernels_per_layer(FP8, ADA, "0.22.0") == 13
+
+
+def test_hopper_without_flashinfer_counts_the_block_fp8_activation_quantization_in_every_release() -> None:
+    # the 9.0 block kernels (DeepGEMM, CUTLASS) come before Marlin in every list: W8A8, the input quantized
+    for version in ("0.22.0", "0.28.0", "0.29.0", "0.34.0"):
+        assert _kernels_per_layer(FP8, HOPPER, version) == 13
+
+
+@pytest.mark.parametrize("version", ["0.17.0", "0.22.0", "0.34.0"])
+def test_hopper_with_flashinfer_quantizes_every_block_fp8_linears_input_inside_its_gemm_op(
+    version: str,
+) -> None:
+    # FlashInferFp8DeepGEMMDynamicBlockScaledKernel (apply_input_quant False) leaves no QuantFP8 op for the norm
+    # or SiLU-and-mul fusion, and quantizes its bf16 input in a kernel of its own: qkv, o_proj, gate_up, down
+    assert _kernels_per_layer(FP8, HOPPER, version, flashinfer=True) == 12 + 4
+    # its Gemma-normed hybrid: in_proj_qkvz / qkv, out_proj / o_proj, gate_up and down_proj, two kernels more
+    # than the fused count below
+    arch = catalog_architecture(HYBRID_FP8)
+    fused = _kernels_per_layer(arch, HOPPER, version)
+    assert _kernels_per_layer(arch, HOPPER, version, flashinfer=True) == fused + 1
+    # a sparse layer's fused experts take their own kernels, unchanged: only its attention's two
+    assert (
+        _kernels_per_layer(MOE_FP8, HOPPER, version, flashinfer=True)
+        == _kernels_per_layer(MOE, HOPPER) + 2 + 1
+    )
+
+
+def test_flashinfers_block_fp8_gemm_is_hoppers_alone_from_0_17_and_only_where_the_image_carries_it() -> None:
+    # VLLM_BLOCKSCALE_FP8_GEMM_FLASHINFER defaults to 0 up to 0.16; has_flashinfer_fp8_blockscale_gemm wants
+    # compute capability 9.0 exactly
+    assert not quant_release("0.16.0").fp8_block_flashinfer
+    assert quant_release("0.17.0").fp8_block_flashinfer and quant_release("0.34.0").fp8_block_flashinfer
+    assert _kernels_per_layer(FP8, HOPPER, "0.16.0", flashinfer=True) == 13
+    assert _kernels_per_layer(FP8, (10, 0), "0.34.0", flashinfer=True) == 13
+    assert _kernels_per_layer(FP8, HOPPER, "0.34.0", flashinfer=False) == 13
+    # per-tensor and per-channel FP8 take the scaled_mm kernels, never this one
+    assert _kernels_per_layer(catalog_architecture(CHANNEL_FP8), HOPPER, "0.34.0", flashinfer=True) == 12 + 2
+
+
+def test_a_graph_plan_on_hopper_counts_flashinfers_quantizations_where_the_image_carries_flashinfer() -> None:
+    arch = catalog_architecture(FP8)
+    rules, consts, sizes = rules_for("0.22.0"), measured_constants(), [1, 2, 4, 8]
+    plans = [
+        graph_memory(arch, rules, sizes, GraphSetting(8, compute_capability=HOPPER, flashinfer=f), consts)
+        for f in (True, False)
+    ]
+    assert plans[0].bytes > plans[1].bytes
+
+
+def test_a_shared_expert_quantizes_its_gate_up_and_down_inputs_in_the_opaque_moe_op() -> None:
+    # Qwen3.6-35B-A3B-FP8: the shared expert's gate_up and down are block FP8 like the dense MLP's, but run
+    # inside vllm::moe_forward_shared, where no fusion pass reaches: two quantizations per sparse layer, on
+    # FlashInfer or not, and none where Marlin runs the linears (8.0)
+    fp8 = catalog_architecture("Qwen/Qwen3.6-35B-A3B-FP8")
+    assert fp8.moe is not None and fp8.moe.shared_expert_intermediate_size
+    bf16 = replace(fp8, quant_scheme=QuantizationScheme())
+    without_shared = replace(fp8, moe=replace(fp8.moe, shared_expert_intermediate_size=0))
+    k = measured_constants().cudagraph_kernels
+    for flashinfer in (True, False):
+        with_it = layer_kernels(fp8, k, HOPPER, quant_release("0.22.0"), flashinfer=flashinfer)
+        without = layer_kernels(without_shared, k, HOPPER, quant_release("0.22.0"), flashinfer=flashinfer)
+        assert with_it - without == fp8.num_layers * (k.shared_expert + 2)
+    assert _kernels_per_layer(fp8, (8, 0)) == _kernels_per_layer(
+        bf16, (8, 0)
+    )  # linears and experts on Marlin
+
+
+def test_an_ada_block_fp8_moe_quantizes_its_experts_input_where_its_linears_take_marlin() -> None:
+    # fused-MoE experts keep Triton W8A8 on 8.9 (vllm 0.34.0 fused_moe/oracle/fp8.py: TRITON before MARLIN,
+    # TritonExperts._supports_quant_scheme takes block FP8 where the platform supports FP8): one quantization
+    # per sparse layer; o_proj's goes with its linears to Marlin from 0.29
+    bf16 = _kernels_per_layer(MOE, ADA)
+    assert _kernels_per_layer(MOE_FP8, ADA, "0.29.0") == bf16 + 1
+    assert (
+        _kernels_per_layer(MOE_FP8, ADA, "0.28.0")
+        == _kernels_per_layer(MOE_FP8, HOPPER, "0.34.0")
+        == bf16 + 2
+    )
+
+
+@pytest.mark.parametrize("version", ["0.22.0", "0.28.0", "0.29.0", "0.34.0"])
+def test_per_tensor_and_per_channel_fp8_on_ada_keep_their_activation_quantization_in_every_release(
+    version: str,
+) -> None:
+    # CUTLASS's scaled_mm takes FP8 on 8.9 before Marlin (0.34.0 _POSSIBLE_FP8_KERNELS); o_proj and down_proj
+    for model in (_per_tensor(FP8), catalog_architecture(CHANNEL_FP8)):
+        assert _kernels_per_layer(model, ADA, version) == 12 + 2
+        assert _kernels_per_layer(model, (8, 6), version) == 12
+
+
+@pytest.mark.parametrize("capability", [(7, 5), (8, 0), (8, 6), (8, 9), (9, 0), (10, 0), (12, 0)])
+def test_the_graph_kernels_quantize_activations_exactly_where_the_weight_layout_leaves_fp8_off_marlin(
+    capability: tuple[int, int],
+) -> None:
+    arch = catalog_architecture(MOE_FP8)
+    weights = arch.quant_scheme.primary
+    assert weights is not None
+    bf16 = _kernels_per_layer(MOE, capability)
+    for version in ("0.8.0", "0.9.0", "0.22.0", "0.28.0", "0.29.0", "0.34.0"):
+        layout = Layout("fp8", quant_release(version), capability[0] * 10 + capability[1], 2)
+        expected = bf16 + (not layout.fp8_marlin(weights)) + (not layout.fp8_marlin(weights, experts=True))
+        assert _kernels_per_layer(MOE_FP8, capability, version) == expected
+
+
 def test_a_hybrid_fp8_layer_counts_its_mixer_and_its_gemma_norms_unfused_quantization() -> None:
     arch = catalog_architecture(HYBRID_FP8)
     assert (arch.num_layers, arch.linear_attention_layers) == (64, 48)
     # Gated DeltaNet: 2 norms + 8 mixer + 3 MLP + qkvz, out_proj and gate_up quantized alone; gated attention:
-    # 2 + 7 + 1 gate + 3 + qkv, o_proj and gate_up
-    total = layer_kernels(arch, measured_constants().cudagraph_kernels, HOPPER)
+    # 2 + 7 + 1 gate + 3 + qkv, o_proj and gate_up (without FlashInfer; with it, down_proj's too)
+    k, release = measured_constants().cudagraph_kernels, quant_release("0.22.0")
+    total = layer_kernels(arch, k, HOPPER, release, flashinfer=False)
     assert total == 48 * (2 + 8 + 3 + 3) + 16 * (2 + 7 + 1 + 3 + 3)
+    assert layer_kernels(arch, k, HOPPER, release) == total + 64
 
 
 def test_the_driver_memory_per_graph_is_hoppers_measured_figure_on_hopper_only() -> None:

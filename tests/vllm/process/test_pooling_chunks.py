@@ -18,27 +18,15 @@ from colo.vllm.checkpoint import hub as hub_module
 from colo.vllm.checkpoint.architecture import ModelArchitecture
 from colo.vllm.checkpoint.files import architecture_from_path
 from colo.vllm.checkpoint.hub import read_hub_model
-from colo.vllm.checkpoint.pooling import pooling_name
+from colo.vllm.checkpoint.pooling import POOLING_MODULE, pooling_name, release_declared_pooling
 from colo.vllm.process.engine_limits import chunks_prefill, resolve_limits
-from colo.vllm.process.refusals import batch_limits_refusal
+from colo.vllm.process.refusals import batch_limits_refusal, declared_pooling_refusal
 from colo.vllm.rules import rules_for
 from tests.hub.fixtures import HUB_FILES
 from tests.hub.plugin import HubRun
+from tests.vllm.helpers import QWEN3_SMALL_DECODER
 
-QWEN3_DECODER = {
-    "architectures": ["Qwen3ForCausalLM"],
-    "model_type": "qwen3",
-    "num_hidden_layers": 28,
-    "num_attention_heads": 16,
-    "num_key_value_heads": 8,
-    "head_dim": 128,
-    "hidden_size": 1024,
-    "intermediate_size": 3072,
-    "vocab_size": 151669,
-    "tie_word_embeddings": True,
-    "max_position_embeddings": 32768,
-    "torch_dtype": "bfloat16",
-}
+QWEN3_DECODER = {"architectures": ["Qwen3ForCausalLM"], **QWEN3_SMALL_DECODER}
 MODULES = [
     {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
     {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
@@ -217,3 +205,131 @@ def test_a_hub_model_declares_the_pooling_its_files_on_the_hub_do(
     embedder = read_hub_model("Qwen/Qwen3-Embedding-4B")  # config.json only: vLLM takes the class's LAST
     assert embedder.arch.declared_pooling is None
     assert chunks_prefill(embedder.arch, rules_for("0.22.0"), pooling=True)
+
+
+@pytest.fixture
+def max_pooled(tmp_path: Path) -> Path:
+    return _embedder(tmp_path / "max-embedder", "max_tokens")
+
+
+@pytest.mark.parametrize("version", ["0.10.1", "0.10.2", "0.11.0", "0.11.2", "0.12.0", "0.13.0"])
+def test_a_first_declared_pooling_vllm_does_not_know_is_refused_where_vllm_raises(
+    max_pooled: Path, version: str
+) -> None:
+    """0.10.1-0.13.0 get_pooling_config_name: NotImplementedError for the first key set true outside LAST, ALL,
+    CLS, STEP, MEAN, on a pooling server (ModelConfig._init_pooler_config)."""
+    arch = architecture_from_path(max_pooled, "m")
+    assert arch.declared_pooling == ("MAX", "INCLUDE")
+    refusal = declared_pooling_refusal(rules_for(version), arch, version, pooling=True)
+    assert refusal is not None and refusal.key == "vllm.version"
+    assert refusal.message.startswith("NotImplementedError: Pooling type MAX not supported")
+    assert "[fix: vLLM 0.14.0 or later, which skips a pooling type it does not know" in refusal.message
+    include_first = replace(arch, declared_pooling=("INCLUDE", "LAST"))  # include_prompt before the mode
+    refusal = declared_pooling_refusal(rules_for(version), include_first, version, pooling=True)
+    assert refusal is not None and "Pooling type INCLUDE not supported" in refusal.message
+
+
+@pytest.mark.parametrize("version", ["0.10.1", "0.12.0", "0.13.0"])
+def test_an_llm_that_declares_an_unknown_pooling_is_not_refused_as_it_passes_runner_generate(
+    max_pooled: Path, version: str
+) -> None:
+    """A server without --runner would read the Pooling config to resolve its runner (_get_default_runner_type)
+    and raise; colo's LLM passes --runner generate for such a checkpoint, so vLLM never reads it."""
+    arch = architecture_from_path(max_pooled, "m")
+    assert declared_pooling_refusal(rules_for(version), arch, version, pooling=False) is None
+    request = EstimateRequest(model=str(max_pooled), vllm_version=version, gpu="L40S", pooling=False)
+    assert estimate(request).budget is not None
+
+
+@pytest.mark.parametrize("version", ["0.9.2", "0.10.0", "0.14.0", "0.19.1", "0.22.0", "0.34.0"])
+def test_a_declared_pooling_vllm_does_not_know_starts_where_vllm_ignores_or_skips_it(
+    max_pooled: Path, version: str
+) -> None:
+    assert (
+        declared_pooling_refusal(
+            rules_for(version), architecture_from_path(max_pooled, "m"), version, pooling=True
+        )
+        is None
+    )
+
+
+def test_a_known_first_pooling_is_not_refused_whatever_follows(mean: Path, last: Path) -> None:
+    for model in (mean, last):  # ("MEAN" | "LAST", "INCLUDE"): the first key set true is the one parsed
+        assert (
+            declared_pooling_refusal(
+                rules_for("0.12.0"), architecture_from_path(model, "m"), "0.12.0", pooling=True
+            )
+            is None
+        )
+    plain = catalog_architecture("Qwen/Qwen3-Reranker-0.6B")  # declares none
+    assert declared_pooling_refusal(rules_for("0.12.0"), plain, "0.12.0", pooling=True) is None
+
+
+def test_from_0_14_0_an_unknown_pooling_is_skipped_and_the_class_default_counts(max_pooled: Path) -> None:
+    """0.14.0+ get_pooling_config keeps only SEQ_POOLING_TYPES and TOK_POOLING_TYPES: MAX and INCLUDE are
+    skipped, so the decoder pools as its class does (LAST) and chunks; before 0.10.1 no pooling is declared."""
+    arch = architecture_from_path(max_pooled, "m")
+    for version in ("0.14.0", "0.22.0", "0.34.0"):
+        assert chunks_prefill(arch, rules_for(version), pooling=True)
+    assert not chunks_prefill(arch, rules_for("0.10.0"), pooling=True)  # declared_last: MAX is not LAST
+    both = replace(arch, declared_pooling=("MAX", "MEAN"))
+    assert not chunks_prefill(both, rules_for("0.22.0"), pooling=True)  # MEAN still counts
+
+
+def test_estimate_refuses_an_unknown_declared_pooling_naming_the_release(max_pooled: Path) -> None:
+    request = EstimateRequest(model=str(max_pooled), vllm_version="0.12.0", gpu="L40S", pooling=True)
+    with pytest.raises(EstimateRefused) as refused:
+        estimate(request)
+    assert refused.value.field == "vllm_version"
+    assert "Pooling type MAX not supported" in refused.value.message
+    assert estimate(replace(request, vllm_version="0.14.0")).budget is not None
+
+
+NEWER_POOLING_MODULE = "sentence_transformers.sentence_transformer.modules.pooling.Pooling"
+
+
+def _mode_string_embedder(root: Path, module_type: str) -> Path:
+    """A Qwen3 decoder saved in the newer sentence-transformers layout: its Pooling module (of `module_type`)
+    names MEAN by a string pooling_mode, with include_prompt set true after it."""
+    root.mkdir()
+    (root / "config.json").write_text(json.dumps(QWEN3_DECODER))
+    modules = [dict(m, type=module_type) if m["path"] == "1_Pooling" else m for m in MODULES]
+    (root / "modules.json").write_text(json.dumps(modules))
+    (root / "1_Pooling").mkdir()
+    config = {"embedding_dimension": 1024, "pooling_mode": "mean", "include_prompt": True}
+    (root / "1_Pooling" / "config.json").write_text(json.dumps(config))
+    return root
+
+
+def test_a_string_pooling_mode_counts_from_0_30_0(tmp_path: Path) -> None:
+    """0.30.0 get_pooling_config names a pooling by a `pooling_mode` key's string value; 0.29.0 reads only the keys
+    set true (include_prompt: INCLUDE, which 0.14.0+ skip for the class's LAST, and 0.10.1-0.13.0 refuse)."""
+    arch = architecture_from_path(_mode_string_embedder(tmp_path / "m", POOLING_MODULE), "m")
+    assert (arch.declared_pooling, arch.declared_pooling_mode_string) == (("INCLUDE",), ("MEAN", "INCLUDE"))
+    for version in ("0.14.0", "0.22.0", "0.29.0"):
+        assert release_declared_pooling(arch, rules_for(version)) == ("INCLUDE",)
+        assert chunks_prefill(arch, rules_for(version), pooling=True)  # the class's LAST
+    for version in ("0.30.0", "0.31.0", "0.34.0"):
+        assert release_declared_pooling(arch, rules_for(version)) == ("MEAN", "INCLUDE")
+        assert not chunks_prefill(arch, rules_for(version), pooling=True)
+    refusal = declared_pooling_refusal(rules_for("0.12.0"), arch, "0.12.0", pooling=True)
+    assert refusal is not None and "Pooling type INCLUDE not supported" in refusal.message
+
+
+def test_the_newer_pooling_module_type_is_a_pooling_module_from_0_30_0(tmp_path: Path) -> None:
+    """0.30.0 _ST_POOLING_MODULE_TYPES adds sentence_transformers.sentence_transformer.modules.pooling.Pooling;
+    before it such a checkpoint declares no pooling, and vLLM takes the class's."""
+    arch = architecture_from_path(_mode_string_embedder(tmp_path / "m", NEWER_POOLING_MODULE), "m")
+    assert (arch.declared_pooling, arch.declared_pooling_mode_string) == (None, ("MEAN", "INCLUDE"))
+    assert release_declared_pooling(arch, rules_for("0.29.0")) is None
+    assert chunks_prefill(arch, rules_for("0.29.0"), pooling=True)
+    assert declared_pooling_refusal(rules_for("0.12.0"), arch, "0.12.0", pooling=True) is None
+    assert release_declared_pooling(arch, rules_for("0.30.0")) == ("MEAN", "INCLUDE")
+    assert not chunks_prefill(arch, rules_for("0.30.0"), pooling=True)
+
+
+def test_a_checkpoint_without_a_string_pooling_mode_reads_the_same_in_every_release(mean: Path) -> None:
+    arch = architecture_from_path(mean, "m")
+    assert arch.declared_pooling_mode_string is None
+    for version in ("0.29.0", "0.30.0", "0.34.0"):
+        assert release_declared_pooling(arch, rules_for(version)) == ("MEAN", "INCLUDE")

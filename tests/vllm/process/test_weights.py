@@ -49,7 +49,9 @@ def test_embedding_servers_skip_an_untied_lm_head() -> None:
     assert estimate_weights(geometry, pooling=True).detail["lm_head"] == 0
     assert estimate_weights(geometry).detail["lm_head"] > 0
     exact = catalog_architecture("Qwen/Qwen3-8B")
-    skipped = estimate_weights(exact).bytes - estimate_weights(exact, pooling=True).bytes
+    with_head, without = estimate_weights(exact), estimate_weights(exact, pooling=True)
+    skipped = with_head.bytes - with_head.detail["allocator_blocks"]
+    skipped -= without.bytes - without.detail["allocator_blocks"]
     assert skipped == 151936 * 4096 * 2
 
 
@@ -142,7 +144,11 @@ def test_a_quantized_mla_kv_b_proj_adds_its_bf16_copy() -> None:
 def test_mtp_layers_in_a_total_size_are_taken_out_unless_mtp_speculation_loads_them() -> None:
     arch = _mla_moe(vocab_size=1024)  # no vocabulary padding: the file holds what the GPU holds, less rotary
     geometry_with_mtp = estimate_weights(arch, load_mtp=True)
-    total = geometry_with_mtp.bytes - geometry_with_mtp.detail["rotary"]
+    total = (
+        geometry_with_mtp.bytes
+        - geometry_with_mtp.detail["rotary"]
+        - geometry_with_mtp.detail["allocator_blocks"]
+    )
     exact = replace(arch, checkpoint_bytes=total, checkpoint_bytes_by_part={"model": total})
     assert estimate_weights(exact).bytes == pytest.approx(estimate_weights(arch).bytes, rel=1e-6)
     assert estimate_weights(exact, load_mtp=True).bytes == pytest.approx(geometry_with_mtp.bytes, rel=1e-6)
@@ -253,7 +259,38 @@ def test_gemma3s_scaled_global_rope_and_its_local_rope_each_hold_a_cache() -> No
 def test_one_rotary_cache_of_the_rows_its_rope_type_builds(rope_scaling: object, rows: int) -> None:
     arch = from_hf_config({**TINY_CONFIG, "rope_scaling": rope_scaling}, "test/rope")
     assert arch.rotary_cache_rows == (rows,)
-    assert estimate_weights(arch).detail["rotary"] == rows * 16 * 2
+    assert estimate_weights(arch, vllm_version="0.21.0").detail["rotary"] == rows * 16 * 2
+
+
+@pytest.mark.parametrize(
+    ("version", "rows"), [("0.8.0", 4096), ("0.21.0", 4096), ("0.22.0", 2048), ("0.34.0", 2048)]
+)
+def test_a_dynamic_ntk_cache_keeps_max_position_rows_from_0_22(version: str, rows: int) -> None:
+    """Up to 0.21.0 DynamicNTKScalingRotaryEmbedding._compute_cos_sin_cache builds max_position x factor rows;
+    from 0.22.0 max_position rows, the factor only raising the base."""
+    arch = from_hf_config(
+        {**TINY_CONFIG, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}, "test/ntk"
+    )
+    assert estimate_weights(arch, vllm_version=version).detail["rotary"] == rows * 16 * 2
+
+
+@pytest.mark.parametrize(
+    ("rope_scaling", "rows"),
+    [
+        ({"rope_type": "linear", "factor": 2.0}, 4096),
+        ({"rope_type": "dynamic", "alpha": 1000.0}, 2048),
+        ({"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 512}, 2048),
+        ({"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 1024}, 2048),
+    ],
+)
+@pytest.mark.parametrize("version", ["0.21.0", "0.22.0", "0.34.0"])
+def test_the_other_scaled_ropes_keep_their_rows_across_0_22(
+    rope_scaling: object, rows: int, version: str
+) -> None:
+    """Linear (factor x max_position), dynamic NTK alpha and Llama 3 (max_position) and YaRN (its original
+    length x factor) build the same cache in every release."""
+    arch = from_hf_config({**TINY_CONFIG, "rope_scaling": rope_scaling}, "test/rope")
+    assert estimate_weights(arch, vllm_version=version).detail["rotary"] == rows * 16 * 2
 
 
 def test_a_float32_label_on_16_bit_files_is_read_by_the_files_bytes() -> None:
