@@ -554,6 +554,20 @@ def first_release_where(holds: Callable[[VllmRules], bool]) -> str:
     return next(entry.first for entry in releases() if holds(entry))
 
 
+def release_windows(holds: Callable[[VllmRules], bool]) -> list[tuple[str, str]]:
+    """The runs of consecutive mirrored releases for which `holds` is true, as (first, last) pairs."""
+    windows: list[tuple[str, str]] = []
+    previous = False
+    for entry in releases():
+        now = holds(entry)
+        if now and previous:
+            windows[-1] = (windows[-1][0], entry.last)
+        elif now:
+            windows.append((entry.first, entry.last))
+        previous = now
+    return windows
+
+
 def kv_cache_memory_bytes_missing(rules: VllmRules, version: str) -> str | None:
     """Why `--kv-cache-memory-bytes` cannot be used with this release, or None when it exists."""
     if rules.has_kv_cache_memory_bytes:

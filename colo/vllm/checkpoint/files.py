@@ -92,14 +92,24 @@ def with_declared_pooling(
     return replace(arch, declared_pooling=pooling, declared_pooling_mode_string=mode_string)
 
 
+def from_checkpoint_files(
+    raw: Any, model_id: str, source: str, has: Callable[[str], bool], read: Callable[[str], Any]
+) -> ModelArchitecture:
+    """from_config on config.json's mapping with the files beside it that `has` lists and `read` parses: the
+    SIDE_FILES, then the sentence-transformers pooling. A model directory, the Hub and an S3 prefix each build
+    their architecture through this."""
+    arch = from_config(raw, model_id, source, read_side_files(has, read))
+    return with_declared_pooling(arch, *read_declared_pooling(has, read))
+
+
 def architecture_from_path(path: Path, model_id: str) -> ModelArchitecture:
     """A config.json file, or a model directory holding config.json (and *.safetensors for exact bytes); the
     sentence-transformers files beside it (modules.json, the Pooling module's config.json) give its pooling."""
     config_file = path / "config.json" if path.is_dir() else path
     raw = parse_config_json(read_bounded(config_file, MAX_CONFIG_BYTES))
-    has, read = _local_has(config_file.parent), _local_read(config_file.parent)
-    arch = from_config(raw, model_id, str(config_file), read_side_files(has, read))
-    arch = with_declared_pooling(arch, *read_declared_pooling(has, read))
+    arch = from_checkpoint_files(
+        raw, model_id, str(config_file), _local_has(config_file.parent), _local_read(config_file.parent)
+    )
     if not path.is_dir():
         return arch
     headers = read_local_headers(path)
@@ -136,6 +146,5 @@ def architecture_from_mapping(
     if has is None or read is None:
         arch = from_config(raw, model_id, source=source)
     else:
-        arch = from_config(raw, model_id, source, read_side_files(has, read))
-        arch = with_declared_pooling(arch, *read_declared_pooling(has, read))
+        arch = from_checkpoint_files(raw, model_id, source, has, read)
     return with_tensor_bytes(arch, parts) if parts else arch

@@ -26,17 +26,14 @@ from colo.files import read_bounded
 from colo.vllm.checkpoint.architecture import ModelArchitecture
 from colo.vllm.checkpoint.files import (
     MAX_CONFIG_BYTES,
-    from_config,
+    from_checkpoint_files,
     parse_config_json,
-    read_side_files,
     tensor_bytes,
-    with_declared_pooling,
     with_tensor_bytes,
     with_total_size,
 )
 from colo.vllm.checkpoint.hub_record import HubRecord, Listing
 from colo.vllm.checkpoint.hub_settings import HubSettings
-from colo.vllm.checkpoint.pooling import read_declared_pooling
 from colo.vllm.checkpoint.safetensors import INDEX_FILE, MAX_INDEX_BYTES
 
 # The way round the Hub, in the words of both places a model is named: a stack and `colo estimate`.
@@ -296,12 +293,10 @@ def _architecture(reader: _Reader, listing: Listing) -> ModelArchitecture:
         return reader.read_json(listing, name, MAX_CONFIG_BYTES)
 
     source = f"{reader.settings.page(listing.repo_id)} at commit {listing.commit}"
-    side = read_side_files(has, read)
-    try:
-        arch = from_config(raw, listing.repo_id, source, side)
+    try:  # the files' reads raise HubError themselves (read_json), a config of the wrong shape ValueError
+        arch = from_checkpoint_files(raw, listing.repo_id, source, has, read)
     except ValueError as exc:
         raise HubError(f"{listing.repo_id}: {exc}") from None
-    arch = with_declared_pooling(arch, *read_declared_pooling(has, read))
     index = reader.read_json(listing, INDEX_FILE, MAX_INDEX_BYTES) if INDEX_FILE in listing.files else None
     headers = reader.headers(listing, index)
     if headers:

@@ -19,7 +19,7 @@ pools CLS by default "encoder_only", decides only chunked prefill and prefix cac
 from __future__ import annotations
 
 from colo.vllm.checkpoint.architecture import ModelArchitecture
-from colo.vllm.rules import VllmRules, releases
+from colo.vllm.rules import VllmRules, release_windows
 
 # vLLM's words for each way a release fails to start such a model
 FAILURES = {
@@ -55,16 +55,8 @@ def without_kv_cache(arch: ModelArchitecture, rules: VllmRules | None, *, poolin
 
 def _spans(name: str) -> str:
     """The mirrored releases that serve `name` bidirectionally without a KV cache, as runs of ranges."""
-    runs: list[list[str]] = []
-    previous = False
-    for entry in releases():
-        now = name in entry.bidirectional_attention.no_kv
-        if now and previous:
-            runs[-1][1] = entry.last
-        elif now:
-            runs.append([entry.first, entry.last])
-        previous = now
-    return ", ".join(f"{first} to {last}" for first, last in runs)
+    windows = release_windows(lambda entry: name in entry.bidirectional_attention.no_kv)
+    return ", ".join(f"{first} to {last}" for first, last in windows)
 
 
 def bidirectional_failure(arch: ModelArchitecture, rules: VllmRules, version: str) -> str | None:
