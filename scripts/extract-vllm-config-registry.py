@@ -180,7 +180,8 @@ def render(releases: list[str], ranges: Mapping[str, list[list[str]]], transform
 
 def split(text: str) -> tuple[str, list[str]]:
     """The header (kept as written) and the committed transformers model types."""
-    header, _, rest = text.partition("releases:")
+    start = re.search(r"^releases:", text, re.M)
+    header, rest = (text[: start.start()], text[start.start() :]) if start else (text, "")
     _, _, listed = rest.partition("transformers_model_types:\n")
     return header, [
         line.strip()[2:].strip('"') for line in listed.splitlines() if line.strip().startswith("- ")
