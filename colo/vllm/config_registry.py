@@ -51,6 +51,16 @@ def vllm_registers_config(version: str, model_type: str) -> bool:
     )
 
 
+def vllm_config_types(version: str) -> frozenset[str]:
+    """Every model type vLLM `version`'s `_CONFIG_REGISTRY` has."""
+    return frozenset(name for name in _data().vllm if vllm_registers_config(version, name))
+
+
+def read_releases() -> tuple[str, ...]:
+    """The releases whose `_CONFIG_REGISTRY` the table was read from, oldest first."""
+    return _data().releases
+
+
 def transformers_registers_config(model_type: str) -> bool:
     return model_type in _data().transformers
 
