@@ -65,11 +65,12 @@ release-diff: venv
 	$(BIN)/python scripts/diff-vllm-release.py $(NEW) --max-lines $(or $(MAX_LINES),40) --whole-file-stat --out docs/releases/$(NEW)-diff.md
 
 ## Add vLLM release NEW to every table its own sources generate, after reading `make release-diff NEW=...`:
-## its `vllm serve` arguments, its registry and its pipeline-parallel support (docs/keeping-up.md says what is
-## left to review by hand). Sources are kept in ~/.cache/colo, outside the repository.
+## its `vllm serve` arguments, its config classes, its registry and its pipeline-parallel support
+## (docs/keeping-up.md says what is left to review by hand). Sources are kept in ~/.cache/colo, outside the repository.
 add-release: venv
 	@test -n "$(NEW)" || { echo "usage: make add-release NEW=x.y.z" >&2; exit 2; }
 	$(BIN)/python scripts/extract-vllm-serve-cli.py --releases $(NEW)
+	$(BIN)/python scripts/extract-vllm-config-registry.py
 	$(BIN)/python scripts/extract-vllm-architectures.py --through $(NEW) --sdist-dir $(HOME)/.cache/colo/vllm-sdists
 	$(BIN)/python scripts/extract-vllm-pp-support.py --through $(NEW) --sdist-dir $(HOME)/.cache/colo/vllm-sdists
 

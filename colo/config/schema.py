@@ -544,7 +544,8 @@ class ServerSpec(_Model):
     trust_remote_code: bool = Field(
         default=False,
         description="--trust-remote-code: vLLM may run the repository's own code (a config.json with auto_map whose "
-        "architecture vLLM does not implement); colo sizes the architecture config.json declares",
+        "architecture vLLM does not implement, or whose AutoConfig entry serves a model_type neither vLLM nor "
+        "transformers has a config class for); colo sizes the architecture config.json declares",
     )
     enforce_eager: Literal["auto"] | bool = "auto"
     cudagraph_capture_sizes: (

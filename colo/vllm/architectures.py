@@ -18,6 +18,7 @@ from importlib import resources
 from typing import Any, Literal
 
 from colo.catalog.data import parse_yaml
+from colo.vllm.config_registry import config_needs_remote_code
 from colo.vllm.rules import at_least, newest_range_from, rules_for
 
 ARCHITECTURES_FILE = "architectures.yaml"
@@ -268,7 +269,8 @@ def _unregistered_message(version: str, architectures: Sequence[str], registry: 
     return f"vLLM {version} does not register {architectures[0]}; {tried}{render(template, _values(architectures, registry, {}))}"
 
 
-def _remote_code_message(version: str, architecture: str, model: str) -> str:
+def _config_refused(version: str, model: str) -> str:
+    """Who refuses the config without --trust-remote-code in this release, and in what words."""
     texts = texts_for(version)
     floor = str(texts.fallback.get("transformers_floor") or "0")
     if at_least(floor, TRANSFORMERS_NEW_REMOTE_CODE_WORDING):
@@ -277,9 +279,32 @@ def _remote_code_message(version: str, architecture: str, model: str) -> str:
     else:
         said = texts.wording["remote_code"]
         who = f"vLLM {version} refuses the config (with transformers < {TRANSFORMERS_NEW_REMOTE_CODE_WORDING}; a newer one says: {render(TRANSFORMERS_REMOTE_CODE_ERROR, {'model': model})})"
+    return f"{who}: {said}"
+
+
+def _remote_code_message(version: str, architecture: str, model: str) -> str:
     return (
         f"{architecture} has no vLLM implementation in {version}; the config's auto_map names the repository's own "
-        f"code, which runs only with --trust-remote-code: {who}: {said}"
+        f"code, which runs only with --trust-remote-code: {_config_refused(version, model)}"
+    )
+
+
+def _remote_config_refusal(
+    version: str, architecture: str, model_type: str, auto_config: bool, model: str
+) -> ArchitectureRefusal | None:
+    """The config itself needs the repository's code: vllm/transformers_utils/config.py::get_config gives a
+    model_type outside vLLM's `_CONFIG_REGISTRY` to transformers' AutoConfig, which refuses a config.json whose
+    auto_map names an AutoConfig class for a model_type transformers does not register (colo.vllm.config_registry).
+    A config without model_type is left alone (from 0.34.0 get_config derives some from the architecture)."""
+    if not auto_config or not model_type or not config_needs_remote_code(version, model_type):
+        return None
+    return ArchitectureRefusal(
+        "trustRemoteCode",
+        f"vLLM {version} registers {architecture}, but has no config class for config.json's model_type "
+        f"'{model_type}' (not in its _CONFIG_REGISTRY, nor one transformers registers) and the config's auto_map "
+        f"names the repository's own AutoConfig class, which runs only with --trust-remote-code: "
+        f"{_config_refused(version, model)} [fix: trustRemoteCode: true if you trust the repository's code, "
+        f"which defines the config class]",
     )
 
 
@@ -317,12 +342,16 @@ def architecture_refusal(
     trust_remote_code: bool,
     pooling: bool,
     model: str = "<model>",
+    model_type: str = "",
+    auto_config: bool = False,
 ) -> ArchitectureRefusal | None:
     """Why vLLM `version` would not serve a config whose `architectures` are these, or None when it would.
 
     `pooling` is the server's role (an embedding or reranking server, `--runner pooling` / `--task embed`);
     `has_auto_map` whether config.json has `auto_map` (the repository's own code); `model` the name vLLM is
-    given, for transformers' message. A name served by the Transformers backend (`implementation`) is taken.
+    given, for transformers' message; `model_type` config.json's model_type and `auto_config` whether its auto_map
+    names an AutoConfig class (the config itself is the repository's code). A name served by the Transformers
+    backend (`implementation`) is taken.
     """
     registry = registry_for(version)
     if not architectures:
@@ -346,6 +375,10 @@ def architecture_refusal(
             key, f"{_unregistered_message(version, architectures, registry)} [fix: {hint}]"
         )
     name, how = resolved
+    if not trust_remote_code:
+        remote_config = _remote_config_refusal(version, name, model_type, auto_config, model)
+        if remote_config is not None:
+            return remote_config  # vLLM reads the config before it looks the architecture up
     if how == "listed" and not registry.servable(name):
         return ArchitectureRefusal(
             "model",

@@ -23,6 +23,14 @@ from tests.hub.server import Snapshot, commit_of
 # Every release that registers Mllama runs it on the V0 engine, whose accounting colo does not mirror.
 V0_ONLY = {"meta-llama/Llama-3.2-90B-Vision-Instruct"}
 PUBLIC = sorted(set(sources()) - V0_ONLY)
+# config.json's model_type ("qwen") has no config class in vLLM's _CONFIG_REGISTRY nor in transformers, and its
+# auto_map names the repository's AutoConfig: vLLM loads the config only with --trust-remote-code
+# (colo/vllm/config_registry.yaml).
+REMOTE_CONFIG = {"Qwen/Qwen-VL-Chat-Int4"}
+
+
+def trusted(model: str) -> list[str]:
+    return ["--trust-remote-code"] if model in REMOTE_CONFIG else []
 
 
 def serving_release(model: str) -> str:
@@ -62,7 +70,9 @@ def stack_file(tmp_path: Path, model: str, **llm: object) -> Path:
 def test_colo_estimate_sizes_every_public_model_from_the_hub(
     model: str, local_hub: HubRun, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, view = estimate(capsys, "--model", model, "--max-model-len", "2048", release=serving_release(model))
+    code, view = estimate(
+        capsys, "--model", model, "--max-model-len", "2048", *trusted(model), release=serving_release(model)
+    )
     assert code in (0, 1) and isinstance(view, dict), view
     assert view["model_source"] == {
         "kind": "hub",
@@ -79,7 +89,9 @@ def test_colo_plan_sizes_every_public_model_from_the_hub_in_a_stack(
     model: str, local_hub: HubRun, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     release = {"version": serving_release(model)}
-    code = main(["plan", "--config", str(stack_file(tmp_path, model, vllm=release)), "--format", "json"])
+    trust = {"trustRemoteCode": True} if model in REMOTE_CONFIG else {}
+    path = stack_file(tmp_path, model, vllm=release, **trust)
+    code = main(["plan", "--config", str(path), "--format", "json"])
     out, err = capsys.readouterr()
     assert code in (0, 1), err
     llm = json.loads(out)["pairs"][0]["servers"][-1] if code == 0 else None
@@ -89,6 +101,15 @@ def test_colo_plan_sizes_every_public_model_from_the_hub_in_a_stack(
         assert any(
             "do not fit" in p["message"] or "KV cache" in p["message"] for p in json.loads(out)["problems"]
         )
+
+
+@pytest.mark.parametrize("model", sorted(REMOTE_CONFIG))
+def test_a_public_model_whose_config_class_is_its_own_code_is_refused_without_trust(
+    model: str, local_hub: HubRun, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, err = estimate(capsys, "--model", model, release=serving_release(model))
+    assert code == 2 and "contains custom code which must be executed" in str(err)
+    assert "[fix: --trust-remote-code if you trust the repository's code" in str(err)
 
 
 @pytest.mark.parametrize("model", sorted(V0_ONLY))

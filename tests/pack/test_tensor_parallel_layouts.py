@@ -41,7 +41,12 @@ def test_an_llm_no_single_gpu_holds_is_packed_over_two_gpus_of_a_four_gpu_node()
 
 
 def test_the_cheapest_group_wins_and_single_gpu_types_say_how_many_gpus_it_needs() -> None:
-    request = models_request([QWEN32], embeddings=[EMBED], rerankers=[RERANK], instanceFamilies=["g6e", "p5"])
+    # at its whole context (40,960 tokens): at 32,768 the pair fits one H100's memory, and p5.4xlarge is
+    # passed over for its node's CPU and memory instead
+    qwen32_full = {**QWEN32, "maxModelLen": 40960}
+    request = models_request(
+        [qwen32_full], embeddings=[EMBED], rerankers=[RERANK], instanceFamilies=["g6e", "p5"]
+    )
     result = pack(request, alternatives=1)
     best = result.layouts[0]
     group = price("us-east-1", "g6e.12xlarge")

@@ -176,6 +176,7 @@ class ModelArchitecture:
     quantization_flag: str | None = None  # `--quantization` as given (None: vLLM reads the checkpoint)
     model_type: str = ""  # config.json model_type: some overrides depend on it (gpt_oss)
     has_auto_map: bool = False  # config.json names the repository's own classes (trust_remote_code territory)
+    auto_config: bool = False  # ... and among them its config class (auto_map's AutoConfig entry)
     checkpoint_bytes: int | None = None  # exact bytes of the weights when read from safetensors headers
     checkpoint_bytes_by_part: Mapping[str, int] = field(default_factory=dict)
     config_dtypes: ConfigDtypes | None = None  # None: a geometry built by hand, whose `dtype` is the config's

@@ -287,6 +287,13 @@ def nomic_bert_geometry(cfg: Mapping[str, Any], dims: Dimensions) -> EncoderGeom
     )
 
 
+def names_auto_config(config: HfConfig) -> bool:
+    """config.json's auto_map names an AutoConfig class: the config itself is the repository's code (transformers'
+    AutoConfig.from_pretrained has_remote_code)."""
+    auto_map = config.top.get("auto_map")
+    return isinstance(auto_map, Mapping) and "AutoConfig" in auto_map
+
+
 def is_causal(config: HfConfig) -> bool:
     """The config's `is_causal` as vLLM's model classes read it (absent: causal). For Gemma3TextModel vLLM writes it
     from `use_bidirectional_attention` first (vllm 0.10.2 - 0.34.0 model_executor/models/config.py::
@@ -756,6 +763,7 @@ def from_hf_config(
         quant_scheme=quantization,
         model_type=str(config.top.get("model_type") or config.text.get("model_type") or ""),
         has_auto_map=isinstance(config.top.get("auto_map"), Mapping),
+        auto_config=names_auto_config(config),
         config_dtypes=config_dtypes(config),
         source=source,
     )

@@ -252,6 +252,8 @@ def vllm_refusals(
         trust_remote_code=settings.trust_remote_code,
         pooling=settings.pooling,
         model=arch.model_id,
+        model_type=arch.model_type,
+        auto_config=arch.auto_config,
     )
     if unserved is not None:
         return [Refusal(unserved.key, unserved.message)]  # nothing else matters for a model vLLM cannot load
