@@ -6,7 +6,8 @@ For each `<log name>-probe-<pid>.json` in the run's log archive: the growth of m
 the worker's snapshot (its `init_device` exit) to each later call's exit, which is what vLLM prints as
 non-torch growth when read at the end of profiling; the CUDA streams and threads the process created, with
 their creators; and for each `profile_run` the peak above its start, the allocation sites alive at that peak,
-and the most that benchmarking buffers (Triton's do_bench, Inductor's benchmarker) held.
+and the most that benchmarking buffers (Triton's do_bench, Inductor's benchmarker) held; then, once it served,
+the most PyTorch reserved, held allocated, left cached but unused, and held outside its allocator after a step.
 """
 
 from __future__ import annotations
@@ -82,7 +83,28 @@ def summary(log: str, record: Mapping[str, Any]) -> dict[str, Any]:
             | {"at_peak": profile.get("at_peak", [])[:TOP]}
             for profile in record.get("profiles", [])
         ],
+        "serving": record.get("serving") or {"steps": 0},
     }
+
+
+SERVING_MAXIMA = ("reserved_mib", "allocated_mib", "inactive_split_mib", "outside_torch_mib")
+
+
+def serving_lines(serving: Mapping[str, Any]) -> list[str]:
+    """Each serving maximum beside the first step's reading: what grew under load, and where it sits."""
+    if not serving.get("steps"):
+        return ["serving: no step recorded"]
+    first = serving["first"]
+    lines = [f"serving: {serving['steps']} steps, up to {serving.get('max_tokens')} tokens a step"]
+    for key in SERVING_MAXIMA:
+        top = serving.get(f"max_{key}")
+        if top is not None:
+            lines.append(
+                f"  most {key.removesuffix('_mib')}: {top[key]} MiB (first step {first[key]}) at a step of "
+                f"{top['tokens']} tokens; then reserved {top['reserved_mib']}, allocated {top['allocated_mib']}, "
+                f"inactive {top['inactive_split_mib']}, outside PyTorch {top['outside_torch_mib']}"
+            )
+    return lines
 
 
 def render(summaries: Sequence[Mapping[str, Any]]) -> str:
@@ -109,6 +131,7 @@ def render(summaries: Sequence[Mapping[str, Any]]) -> str:
             lines.extend(
                 f"  {site['mib']:>9} MiB x{site['count']} {site['site']}" for site in profile["at_peak"]
             )
+        lines.extend(serving_lines(s["serving"]))
     return "\n".join(lines)
 
 

@@ -16,6 +16,10 @@ wrapped call:
   the peak above the run's start, the allocations alive at that peak grouped by the vLLM (or Triton, Inductor)
   line that made them, what was still allocated at the end, and the most that benchmarking buffers
   (Triton's `do_bench`, Inductor's benchmarker: the cold-compile suspects) held at once.
+* once the server serves (after the worker's `compile_or_warm_up_model`), after every `execute_model` step: the
+  most PyTorch reserved, held allocated between steps, left cached but unused (inactive split blocks: what a
+  step of another shape could not reuse) and what lay outside its allocator, each with the step's scheduled
+  tokens and the reading it came from, so growth under load is told apart from the startup peak.
 
 Standard library and PyTorch only; vLLM is never imported by the probe itself.
 """
@@ -68,9 +72,14 @@ TARGETS: dict[str, dict[str, tuple[str, ...]]] = {
             "compile_or_warm_up_model",
         )
     },
-    "vllm.v1.worker.gpu_model_runner": {"GPUModelRunner": RUNNER_METHODS},
-    "vllm.v1.worker.gpu.model_runner": {"GPUModelRunner": RUNNER_METHODS},
+    "vllm.v1.worker.gpu_model_runner": {"GPUModelRunner": (*RUNNER_METHODS, "execute_model")},
+    "vllm.v1.worker.gpu.model_runner": {"GPUModelRunner": (*RUNNER_METHODS, "execute_model")},
 }
+# Methods read as serving steps, not startup calls: counted into Recorder.serving, never kept as events.
+SERVING_METHODS = ("execute_model",)
+# The startup call after which every step serves requests (warm-up and graph capture are done).
+SERVING_AFTER = "compile_or_warm_up_model"
+SERVING_WRITE_S = 2.0  # write the serving maxima at most this often
 
 
 class Recorder:
@@ -90,6 +99,9 @@ class Recorder:
         self._libcuda: Any = None
         self.watch: Callable[[Recorder], None] | None = None
         self.watching = False
+        self.serving_from: float | None = None  # set once the worker has warmed up
+        self.serving: dict[str, Any] = {"steps": 0}
+        self._serving_written = 0.0
 
     # -- readings --------------------------------------------------------------------------------------
     def stack_limit(self) -> int | None:
@@ -135,6 +147,40 @@ class Recorder:
                 }
             )
 
+    def serving_reading(self) -> dict[str, float]:
+        """What one serving step leaves: PyTorch's reserved, allocated and cached-but-unused bytes, and what lies
+        outside its allocator (MiB)."""
+        import torch
+
+        free, total = torch.cuda.mem_get_info()
+        stats = torch.cuda.memory_stats()
+        reserved = int(stats.get("reserved_bytes.all.current", 0))
+        return {
+            "reserved_mib": round(reserved / MIB, 2),
+            "allocated_mib": round(stats.get("allocated_bytes.all.current", 0) / MIB, 2),
+            "inactive_split_mib": round(stats.get("inactive_split_bytes.all.current", 0) / MIB, 2),
+            "outside_torch_mib": round((total - free - reserved) / MIB, 2),
+        }
+
+    def serving_step(self, tokens: int | None) -> None:
+        """Fold one serving step into the maxima (each with the step's tokens and its whole reading)."""
+        reading = self.serving_reading()
+        with self.lock:
+            serving = self.serving
+            serving["steps"] += 1
+            if "first" not in serving:
+                serving["first"] = {"tokens": tokens, **reading}
+            for key, value in reading.items():
+                best = serving.get(f"max_{key}")
+                if best is None or value > best[key]:
+                    serving[f"max_{key}"] = {"tokens": tokens, "step": serving["steps"], **reading}
+            if tokens is not None:
+                serving["max_tokens"] = max(int(serving.get("max_tokens", 0)), tokens)
+            due = time.monotonic() - self._serving_written >= SERVING_WRITE_S
+        if due:
+            self._serving_written = time.monotonic()
+            self.write()
+
     def write(self) -> None:
         data = {
             "pid": os.getpid(),
@@ -142,6 +188,7 @@ class Recorder:
             "streams": self.streams,
             "threads": self.threads,
             "profiles": self.profiles,
+            "serving": self.serving,
         }
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, indent=1) + "\n")
@@ -151,6 +198,9 @@ class Recorder:
     def wrap(self, owner: type, method: str) -> None:
         original = owner.__dict__.get(method)
         if original is None or getattr(original, "_colo_probe", False):
+            return
+        if method in SERVING_METHODS:
+            self._wrap_serving(owner, method, original)
             return
         name = f"{owner.__module__.rsplit('.', 1)[-1]}.{owner.__name__}.{method}"
         profile = method == "profile_run"
@@ -173,6 +223,24 @@ class Recorder:
                 if kept:
                     self.event(name, "exit", call_index=self.calls[name])
                     self.write()
+                if method == SERVING_AFTER and self.serving_from is None:
+                    self.serving_from = time.monotonic() - self.t0
+
+        wrapper._colo_probe = True  # type: ignore[attr-defined]
+        setattr(owner, method, wrapper)
+
+    def _wrap_serving(self, owner: type, method: str, original: Callable[..., Any]) -> None:
+        """A serving step: untouched until the worker has warmed up (warm-up and capture run it too), then
+        folded into `serving` after it returns."""
+
+        @functools.wraps(original)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            result = original(*args, **kwargs)
+            if self.serving_from is not None:
+                scheduled = args[1] if len(args) > 1 else kwargs.get("scheduler_output")
+                tokens = getattr(scheduled, "total_num_scheduled_tokens", None)
+                self.serving_step(tokens if isinstance(tokens, int) else None)
+            return result
 
         wrapper._colo_probe = True  # type: ignore[attr-defined]
         setattr(owner, method, wrapper)

@@ -7,7 +7,7 @@ import json
 import tarfile
 from pathlib import Path
 
-from bench.gpu.probe_report import main, non_torch_by_call, probes, summary
+from bench.gpu.probe_report import main, non_torch_by_call, probes, serving_lines, summary
 
 RECORD = {
     "pid": 7,
@@ -65,3 +65,22 @@ def test_every_probe_file_of_the_archive_is_reported_by_its_log_name(tmp_path: P
     out = tmp_path / "probe.json"
     assert main([str(archive), "--json", str(out)]) == 0
     assert json.loads(out.read_text())[0]["server"] == "hybrid-embedding"
+
+
+def test_serving_maxima_are_set_beside_the_first_step() -> None:
+    first = {
+        "reserved_mib": 300.0,
+        "allocated_mib": 40.0,
+        "inactive_split_mib": 1.0,
+        "outside_torch_mib": 9.0,
+    }
+    top = {"tokens": 8192, "step": 7, **first, "reserved_mib": 420.0, "inactive_split_mib": 96.0}
+    serving = {"steps": 9, "max_tokens": 8192, "first": {"tokens": 512, **first}, "max_reserved_mib": top}
+    lines = serving_lines(serving)
+    assert lines[0] == "serving: 9 steps, up to 8192 tokens a step"
+    assert lines[1].startswith("  most reserved: 420.0 MiB (first step 300.0) at a step of 8192 tokens")
+    assert "inactive 96.0" in lines[1] and len(lines) == 2
+
+
+def test_a_probe_without_serving_steps_says_so() -> None:
+    assert serving_lines({"steps": 0}) == ["serving: no step recorded"]

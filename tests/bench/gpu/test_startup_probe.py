@@ -99,3 +99,64 @@ def test_only_the_first_calls_of_a_method_are_kept_outside_the_profile(
     for _ in range(startup_probe.CALLS_KEPT + 3):
         assert Runner()._dummy_run() == 1
     assert len(recorder.events) == 2 * startup_probe.CALLS_KEPT
+
+
+def test_serving_steps_count_only_after_warm_up_and_keep_the_largest_readings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Scheduled:
+        def __init__(self, tokens: int) -> None:
+            self.total_num_scheduled_tokens = tokens
+
+    class Worker:
+        def compile_or_warm_up_model(self) -> None:
+            return None
+
+    class Runner:
+        def execute_model(self, scheduler_output: Scheduled) -> str:
+            return "out"
+
+    recorder = Recorder(str(tmp_path / "probe"))
+    monkeypatch.setattr(recorder, "reading", lambda: {})
+    readings = iter(
+        [
+            {
+                "reserved_mib": 100.0,
+                "allocated_mib": 60.0,
+                "inactive_split_mib": 5.0,
+                "outside_torch_mib": 9.0,
+            },
+            {
+                "reserved_mib": 140.0,
+                "allocated_mib": 50.0,
+                "inactive_split_mib": 30.0,
+                "outside_torch_mib": 9.0,
+            },
+            {
+                "reserved_mib": 120.0,
+                "allocated_mib": 70.0,
+                "inactive_split_mib": 2.0,
+                "outside_torch_mib": 11.0,
+            },
+        ]
+    )
+    monkeypatch.setattr(recorder, "serving_reading", lambda: next(readings))
+    recorder.wrap(Worker, "compile_or_warm_up_model")
+    recorder.wrap(Runner, "execute_model")
+    runner = Runner()
+    assert runner.execute_model(Scheduled(8192)) == "out"  # warm-up's own steps: not serving
+    assert recorder.serving == {"steps": 0}
+    Worker().compile_or_warm_up_model()
+    for tokens in (512, 8192, 200):
+        assert runner.execute_model(Scheduled(tokens)) == "out"
+    serving = recorder.serving
+    assert serving["steps"] == 3 and serving["max_tokens"] == 8192
+    assert serving["first"]["reserved_mib"] == 100.0
+    assert (
+        serving["max_reserved_mib"]["reserved_mib"] == 140.0 and serving["max_reserved_mib"]["tokens"] == 8192
+    )
+    assert serving["max_inactive_split_mib"]["tokens"] == 8192
+    assert serving["max_allocated_mib"]["tokens"] == 200
+    assert serving["max_outside_torch_mib"]["outside_torch_mib"] == 11.0
+    assert json.loads(recorder.path.read_text())["serving"]["steps"] >= 1  # written on the first step
+    assert not [e for e in recorder.events if e["call"].endswith("execute_model")]
