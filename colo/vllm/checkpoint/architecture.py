@@ -124,7 +124,7 @@ class ModelArchitecture:
     # An encoder whose attention rotates q and k instead of reading a position-embedding table: vLLM's
     # bert_with_rope.py classes (the GTE family; NomicBertModel, "nomic_bert", whose cache and length follow
     # its trained length) or modernbert.py's; get_rope builds its cos/sin caches
-    # (colo.vllm.process.weights.rotary_bytes). "none": absolute positions (BERT, RoBERTa), or not an encoder.
+    # (colo.vllm.process.weights.rotary_caches). "none": absolute positions (BERT, RoBERTa), or not an encoder.
     encoder_rope: Literal["none", "bert_with_rope", "nomic_bert", "modernbert"] = "none"
     gated_encoder_mlp: bool = False  # the encoder's MLP is gated (BertWithRopeGatedMLP, ModernBertMLP's Wi)
     type_vocab_size: int = 0  # a bert_with_rope encoder's token-type embedding rows (none where 0)
@@ -167,7 +167,7 @@ class ModelArchitecture:
     # (rules.yaml dynamic_ntk_cache_rows); empty: the same as rotary_cache_rows
     rotary_cache_rows_unscaled_dynamic: tuple[int, ...] = ()
     # the decoder's rotary embedding is M-RoPE (MRotaryEmbedding), whose cache vLLM sizes by a release's
-    # positions factor (colo.vllm.process.weights.rotary_bytes)
+    # positions factor (colo.vllm.process.weights.rotary_caches)
     mrope: bool = False
     # vLLM's name for the quantization method ("none": full precision). From config.json it is the method the
     # checkpoint declares; colo.vllm.checkpoint.quant_methods.resolve_architecture sets what a release and GPU run.

@@ -287,20 +287,15 @@ def _resolved(
     )
 
 
-def rotary_bytes(arch: ModelArchitecture, vllm_version: str | None, max_model_len: int | None = None) -> int:
-    """The cos/sin caches `get_rope` leaves on the device. An M-RoPE cache holds the release's positions factor
-    times max_position_embeddings rows (`vllm 0.22.0 model_executor/layers/rotary_embedding/mrope.py::
-    MRotaryEmbedding.__init__`: `cache_max_position_num = max_position_embeddings * 4`; 0.32+ the Qwen3 model
-    files pass 1, rules.yaml `mrope_cache_factor_qwen3`). `max_model_len`: the engine's, where a cache is sized
-    by it (None: vLLM's default)."""
-    return sum(rotary_caches(arch, vllm_version, max_model_len))
-
-
 def rotary_caches(
     arch: ModelArchitecture, vllm_version: str | None, max_model_len: int | None = None
 ) -> tuple[int, ...]:
-    """The rotary caches as the allocator sees them (colo.vllm.process.allocator): an encoder's one by one, a
-    decoder's as one tensor of their total."""
+    """The cos/sin caches `get_rope` leaves on the device, as the allocator sees them (colo.vllm.process.allocator):
+    an encoder's one by one, a decoder's as one tensor of their total. An M-RoPE cache holds the release's
+    positions factor times max_position_embeddings rows (`vllm 0.22.0 model_executor/layers/rotary_embedding/
+    mrope.py::MRotaryEmbedding.__init__`: `cache_max_position_num = max_position_embeddings * 4`; 0.32+ the Qwen3
+    model files pass 1, rules.yaml `mrope_cache_factor_qwen3`). `max_model_len`: the engine's, where a cache is
+    sized by it (None: vLLM's default)."""
     rules = rules_for(vllm_version or supported_range()[1])
     arch = release_rotary_rows(arch, rules)
     if arch.encoder_only:
@@ -485,17 +480,10 @@ def _estimate(
         arch.dtype_bytes,
         arch.checkpoint_dtype_bytes if arch.checkpoint_dtype_bytes != arch.dtype_bytes else 0,
     )
+    rotary = rotary_caches(arch, vllm_version, max_model_len)
     if load_vision or not arch.vision_parameters:
         return _loaded_weights(
-            arch,
-            resolved,
-            layout,
-            tensor_parallel_size,
-            0,
-            pooling,
-            load_mtp,
-            stage,
-            rotary_caches(arch, vllm_version, max_model_len),
+            arch, resolved, layout, tensor_parallel_size, 0, pooling, load_mtp, stage, rotary
         )
     # The tower's file bytes are read but never loaded: by part where headers were read, else by geometry.
     text_only = replace(arch, vision_parameters=0)
@@ -507,15 +495,7 @@ def _estimate(
             _geometry_bytes(text_only, resolved, layout, 1, **flags).checkpoint.values()
         )
     return _loaded_weights(
-        text_only,
-        resolved,
-        layout,
-        tensor_parallel_size,
-        tower,
-        pooling,
-        load_mtp,
-        stage,
-        rotary_caches(arch, vllm_version, max_model_len),
+        text_only, resolved, layout, tensor_parallel_size, tower, pooling, load_mtp, stage, rotary
     )
 
 
@@ -531,7 +511,8 @@ def _loaded_weights(
     rotary_tensors: tuple[int, ...] = (),
 ) -> WeightEstimate:
     flags = {"pooling": pooling, "load_mtp": load_mtp}
-    tally = _stage_bytes(arch, resolved, layout, tensor_parallel_size, stage, **flags)
+    inv = module_inventory(arch, tensor_parallel_size=tensor_parallel_size, stage=stage, **flags)
+    tally = _tally(arch, inv, resolved, layout)
     # get_rope caches each distinct rotary embedding once per process: on every stage with an attention layer
     # (an encoder without rotary embeddings comes with none)
     attention_free = stage is not None and stage.layers == 0
@@ -539,7 +520,6 @@ def _loaded_weights(
     rotary = 0 if attention_free else rotary_cache
     detail = {**tally.gpu, "rotary": rotary}
     rank_bytes = sum(detail.values())
-    inv = module_inventory(arch, tensor_parallel_size=tensor_parallel_size, stage=stage, **flags)
     blocks = allocator_blocks(arch, inv, resolved, layout, rotary_tensors if rotary else ())
     detail["allocator_blocks"] = blocks
     parameters = parameter_parts(arch, pooling=pooling, load_mtp=load_mtp).total
